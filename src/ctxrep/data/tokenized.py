@@ -1,0 +1,264 @@
+"""The tokenized corpus: writer (the ``tokenize`` stage's work) and reader (pretraining's input).
+
+Layout of ``data/tokenized/``::
+
+    tokenizer.json vocab.txt tokenizer_config.json special_tokens_map.json   WordPiece (BERT)
+    bilm_vocab.tsv  char_spec.json                                           biLM words, char ids
+    train/shard-00000.arrow ...   validation/shard-00000.arrow ...           documents
+    meta.json                                                                counts and settings
+
+A shard is an Arrow IPC stream (``datasets.Dataset.from_file`` reads it) of documents with
+columns ``doc_id``, ``sentences`` (raw sentence strings), ``words`` (per sentence, PTB-style
+words for the biLM) and ``wordpieces`` (per sentence, WordPiece ids without specials). Document
+and sentence boundaries are kept because BERT's next-sentence prediction needs consecutive
+sentences of one document. The held-out split is chosen per document by a seeded hash.
+
+Work is streamed in chunks of ``docs_per_shard`` documents over ``num_proc`` processes, so peak
+memory depends on the chunk size and the vocabularies, not on the corpus size.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing as mp
+import os
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import pyarrow as pa
+
+from ctxrep.text.segment import split_sentences, word_tokenize
+from ctxrep.text.vocab import BOS
+
+SPLITS = ("train", "validation")
+SCHEMA = pa.schema([
+    ("doc_id", pa.string()),
+    ("sentences", pa.list_(pa.string())),
+    ("words", pa.list_(pa.list_(pa.string()))),
+    ("wordpieces", pa.list_(pa.list_(pa.int32()))),
+])
+
+
+def is_heldout(doc_id: str, fraction: float, seed: int) -> bool:
+    digest = hashlib.sha256(f"{seed}:{doc_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < fraction
+
+
+@dataclass(frozen=True)
+class SegmentOptions:
+    min_sentence_words: int
+    max_sentence_words: int
+    heldout_fraction: float
+    seed: int
+
+
+def segment_document(text: str, opts: SegmentOptions) -> tuple[list[str], list[list[str]]]:
+    """Sentences and their words; too-short sentences dropped, too-long ones cut."""
+    sentences, words = [], []
+    for sentence in split_sentences(text):
+        w = word_tokenize(sentence)
+        if len(w) < opts.min_sentence_words:
+            continue
+        sentences.append(sentence)
+        words.append(w[: opts.max_sentence_words])
+    return sentences, words
+
+
+def write_shard(path: Path, table: pa.Table) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+
+
+def read_shard(path: Path) -> pa.Table:
+    try:
+        with pa.memory_map(str(path), "r") as source:
+            return pa.ipc.open_stream(source).read_all()
+    except (pa.ArrowInvalid, OSError) as e:
+        raise ValueError(f"{path}: not a readable Arrow stream ({e}); rerun the tokenize stage") from e
+
+
+# ----------------------------------------------------------------------------- pass 1: segment
+
+def _segment_chunk(job) -> dict:
+    raw_dir, start, end, index, opts, out_dir = job
+    import datasets
+
+    docs = datasets.load_from_disk(raw_dir)["train"].select(range(start, end))
+    rows = {split: {"doc_id": [], "sentences": [], "words": []} for split in SPLITS}
+    counts = Counter()
+    for doc in docs:
+        sentences, words = segment_document(doc["text"], opts)
+        if not sentences:
+            continue
+        split = "validation" if is_heldout(doc["doc_id"], opts.heldout_fraction, opts.seed) \
+            else "train"
+        rows[split]["doc_id"].append(doc["doc_id"])
+        rows[split]["sentences"].append(sentences)
+        rows[split]["words"].append(words)
+        if split == "train":
+            for w in words:
+                counts.update(w)
+            counts[BOS] += len(words)
+    for split, cols in rows.items():
+        if cols["doc_id"]:
+            write_shard(Path(out_dir) / split / f"shard-{index:05d}.arrow", pa.table(cols))
+    return {"counts": counts, "docs": {s: len(rows[s]["doc_id"]) for s in SPLITS}}
+
+
+# --------------------------------------------------------------------------- pass 2: wordpiece
+
+_tokenizer = None
+
+
+def _load_tokenizer(path: str):
+    global _tokenizer
+    from tokenizers import Tokenizer
+
+    _tokenizer = Tokenizer.from_file(path)
+
+
+def _wordpiece_shard(job) -> dict:
+    src, dst = job
+    table = read_shard(Path(src))
+    wordpieces, n_words, n_sentences, n_pieces = [], 0, 0, 0
+    for sentences, words in zip(table.column("sentences").to_pylist(),
+                                table.column("words").to_pylist()):
+        enc = _tokenizer.encode_batch(sentences, add_special_tokens=False)
+        ids = [e.ids for e in enc]
+        wordpieces.append(ids)
+        n_sentences += len(sentences)
+        n_words += sum(map(len, words))
+        n_pieces += sum(map(len, ids))
+    table = table.append_column("wordpieces", pa.array(wordpieces, SCHEMA.field("wordpieces").type))
+    write_shard(Path(dst), table.cast(SCHEMA))
+    return {"docs": table.num_rows, "sentences": n_sentences, "words": n_words,
+            "wordpieces": n_pieces}
+
+
+def run_pool(fn, jobs, num_proc: int, desc: str, initializer=None, initargs=()):
+    """Ordered map over jobs with a progress bar, in-process when ``num_proc == 1``."""
+    from tqdm.auto import tqdm
+
+    if num_proc == 1:
+        if initializer:
+            initializer(*initargs)
+        yield from tqdm(map(fn, jobs), total=len(jobs), desc=desc, unit="shard")
+        return
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # processes already parallelise
+    ctx = mp.get_context("fork")
+    with ctx.Pool(num_proc, initializer=initializer, initargs=initargs) as pool:
+        yield from tqdm(pool.imap(fn, jobs), total=len(jobs), desc=desc, unit="shard")
+
+
+# ------------------------------------------------------------------------------------- reader
+
+class TokenizedCorpus:
+    """Read access to ``data/tokenized/`` (streaming, shard by shard)."""
+
+    def __init__(self, root: Path | str):
+        self.root = Path(root)
+        meta = self.root / "meta.json"
+        if not meta.exists():
+            raise FileNotFoundError(f"{meta}: missing; run the tokenize stage first")
+        self.meta = json.loads(meta.read_text())
+
+    def shards(self, split: str) -> list[Path]:
+        if split not in SPLITS:
+            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        return sorted((self.root / split).glob("shard-*.arrow"))
+
+    def documents(self, split: str, columns: list[str] | None = None) -> Iterator[dict]:
+        for path in self.shards(split):
+            table = read_shard(path)
+            if columns:
+                table = table.select(columns)
+            yield from table.to_pylist()
+
+    def dataset(self, split: str):
+        """All shards of ``split`` as one memory-mapped ``datasets.Dataset``."""
+        import datasets
+
+        parts = [datasets.Dataset.from_file(str(p)) for p in self.shards(split)]
+        return datasets.concatenate_datasets(parts) if len(parts) > 1 else parts[0]
+
+    def wordpiece_tokenizer(self):
+        from tokenizers import Tokenizer
+
+        return Tokenizer.from_file(str(self.root / "tokenizer.json"))
+
+    def word_vocab(self) -> tuple[list[str], list[int]]:
+        from ctxrep.text.vocab import load_word_vocab
+
+        return load_word_vocab(self.root / "bilm_vocab.tsv")
+
+
+# ------------------------------------------------------------------------------------- writer
+
+def build(raw_dir: Path, out_dir: Path, p) -> dict:
+    """Tokenize the raw corpus at ``raw_dir`` into ``out_dir`` (a temporary directory: the caller
+    renames it into place). ``p`` is :class:`ctxrep.config.TokenizeParams`."""
+    import datasets
+
+    from ctxrep.text.elmo_chars import CharIdSpec
+    from ctxrep.text.vocab import build_word_vocab, save_word_vocab
+    from ctxrep.text.wordpiece import save_wordpiece, train_wordpiece
+
+    raw_dataset = str(Path(raw_dir) / "dataset")
+    n_docs = len(datasets.load_from_disk(raw_dataset)["train"])
+    if n_docs == 0:
+        raise ValueError(f"{raw_dir}: the corpus has no documents")
+    opts = SegmentOptions(p.min_sentence_words, p.max_sentence_words, p.heldout_fraction, p.seed)
+    seg_dir = out_dir / ".segmented"
+    jobs = [(raw_dataset, s, min(s + p.docs_per_shard, n_docs), i, opts, str(seg_dir))
+            for i, s in enumerate(range(0, n_docs, p.docs_per_shard))]
+    counts, docs = Counter(), Counter()
+    for result in run_pool(_segment_chunk, jobs, p.num_proc, "segment"):
+        counts.update(result["counts"])
+        docs.update(result["docs"])
+    if docs["train"] == 0:
+        raise ValueError(f"{raw_dir}: no document has a sentence of >= {p.min_sentence_words} words")
+    if docs["validation"] == 0:
+        raise ValueError(f"{raw_dir}: no document was held out; raise tokenize.heldout_fraction "
+                         f"(now {p.heldout_fraction}) or use a larger corpus")
+
+    # WordPiece is trained on the training sentences only, streamed shard by shard.
+    def train_sentences():
+        for path in sorted((seg_dir / "train").glob("*.arrow")):
+            for sentences in read_shard(path).column("sentences").to_pylist():
+                yield from sentences
+
+    tokenizer = train_wordpiece(train_sentences(), p.wordpiece_vocab_size, p.lowercase)
+    save_wordpiece(tokenizer, out_dir, p.lowercase)
+
+    words = build_word_vocab(counts, p.word_vocab_size)
+    save_word_vocab(words, counts, out_dir / "bilm_vocab.tsv")
+    spec = CharIdSpec(max_word_length=p.max_chars_per_word)
+    (out_dir / "char_spec.json").write_text(json.dumps(spec.to_dict(), indent=2, sort_keys=True))
+
+    jobs = [(str(src), str(out_dir / split / src.name))
+            for split in SPLITS for src in sorted((seg_dir / split).glob("*.arrow"))]
+    totals = {s: Counter() for s in SPLITS}
+    for (src, _), result in zip(jobs, run_pool(_wordpiece_shard, jobs, p.num_proc, "wordpiece",
+                                                _load_tokenizer, (str(out_dir / "tokenizer.json"),))):
+        totals[Path(src).parent.name].update(result)
+    import shutil
+
+    shutil.rmtree(seg_dir)
+
+    in_vocab = set(words)
+    train_tokens = sum(c for w, c in counts.items() if w != BOS)
+    meta = {
+        "splits": {s: dict(sorted(totals[s].items())) for s in SPLITS},
+        "wordpiece_vocab_size": tokenizer.get_vocab_size(),
+        "word_vocab_size": len(words),
+        "train_word_types": len(counts) - (1 if BOS in counts else 0),
+        "train_oov_rate": round(sum(c for w, c in counts.items()
+                                    if w not in in_vocab and w != BOS) / max(1, train_tokens), 6),
+        "params": {k: getattr(p, k) for k in p.__dataclass_fields__},
+    }
+    (out_dir / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True))
+    return meta

@@ -1,0 +1,100 @@
+"""Atomic outputs and file hashing.
+
+Every stage output is built in a temporary sibling (``.<name>.tmp-<pid>``) and renamed into place
+only when complete, so a crash never leaves a half-written output where DVC or the next stage
+would take it as finished.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Iterator
+
+
+def _tmp_sibling(path: Path) -> Path:
+    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
+
+
+def remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+
+
+def clean_stale_tmp(path: Path) -> None:
+    """Remove temporaries left by a killed earlier run of the same output."""
+    for stale in path.parent.glob(f".{path.name}.tmp-*"):
+        remove(stale)
+
+
+@contextlib.contextmanager
+def atomic_dir(path: Path | str) -> Iterator[Path]:
+    """Yield a temporary directory that replaces ``path`` when the block succeeds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    clean_stale_tmp(path)
+    tmp = _tmp_sibling(path)
+    tmp.mkdir()
+    try:
+        yield tmp
+        _fsync_tree(tmp)
+        old = path.with_name(f".{path.name}.old-{os.getpid()}")
+        if path.exists():
+            os.replace(path, old)
+        os.replace(tmp, path)
+        remove(old)
+    except BaseException:
+        remove(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_file(path: Path | str, mode: str = "w") -> Iterator:
+    """Open a temporary file that replaces ``path`` when the block succeeds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _tmp_sibling(path)
+    try:
+        with open(tmp, mode) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        remove(tmp)
+        raise
+
+
+def write_json(path: Path | str, obj, indent: int = 2) -> None:
+    with atomic_file(path) as f:
+        json.dump(obj, f, indent=indent, sort_keys=True, ensure_ascii=False)
+        f.write("\n")
+
+
+def _fsync_tree(root: Path) -> None:
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            with open(p, "rb") as f:
+                os.fsync(f.fileno())
+
+
+def sha256_file(path: Path | str, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def md5_file(path: Path | str, chunk: int = 1 << 20) -> str:
+    h = hashlib.md5()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()

@@ -1,0 +1,53 @@
+"""Evaluation metrics as Hugging Face `evaluate` modules shipped inside the package.
+
+Each metric lives in `metrics/<name>/<name>.py` and is loaded by local path, so
+nothing is fetched from the Hub (which is unreachable here; `evaluate.load("accuracy")`
+would fail). Metrics: accuracy, macro_f1, seqeval_f1, token_accuracy, squad.
+
+    >>> from ctxrep.metrics import compute
+    >>> compute("accuracy", [0, 1, 1], [0, 1, 0])
+    {'accuracy': 0.6666666666666666}
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+from typing import Any
+
+# Loading by local path never touches the network; this only makes any accidental
+# Hub lookup inside `evaluate` fail fast instead of waiting on a connection.
+os.environ.setdefault("HF_EVALUATE_OFFLINE", "1")
+
+METRIC_NAMES = ("accuracy", "macro_f1", "seqeval_f1", "token_accuracy", "squad")
+
+
+def metric_path(name: str) -> Path:
+    """Path of the metric script `<package>/metrics/<name>/<name>.py`."""
+    if name not in METRIC_NAMES:
+        raise ValueError(f"unknown metric {name!r}; known: {', '.join(METRIC_NAMES)}")
+    return Path(__file__).parent / name / f"{name}.py"
+
+
+def load_metric(name: str, **load_kwargs: Any):
+    """Load the metric `name` as an `evaluate.EvaluationModule`, from the package directory.
+
+    `load_kwargs` go to `evaluate.load` (e.g. `experiment_id`, `keep_in_memory`).
+    """
+    import evaluate
+
+    return evaluate.load(str(metric_path(name)), **load_kwargs)
+
+
+@functools.lru_cache(maxsize=None)
+def _cached(name: str):
+    return load_metric(name, keep_in_memory=True)
+
+
+def compute(name: str, predictions, references, **kwargs: Any) -> dict:
+    """Load `name` (once per process) and return its scores for `predictions` against `references`.
+
+    Extra keyword arguments go to the metric's `_compute` (e.g. `labels=` for macro_f1).
+    """
+    return _cached(name).compute(predictions=predictions, references=references, **kwargs)

@@ -1,0 +1,89 @@
+"""What every stage entry point shares: logging, params, the MLflow run, the closing line.
+
+A stage script is then only its own work::
+
+    with stage("tokenize", "tokenize") as ctx:
+        meta = build(...)
+        ctx.summary(docs=..., tokens=...)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from ctxrep import config
+from ctxrep.io import write_json
+
+log = logging.getLogger("ctxrep")
+
+
+def setup_logging() -> None:
+    logging.basicConfig(level=os.environ.get("CTXREP_LOG_LEVEL", "INFO"),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        datefmt="%H:%M:%S", stream=sys.stderr, force=True)
+    for noisy in ("alembic", "mlflow", "urllib3", "filelock", "datasets", "httpx"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+
+
+@dataclass
+class StageContext:
+    name: str
+    params: dict                      # the whole merged params (profile applied)
+    section: object                   # the validated dataclass of this stage's section
+    run: object = None                # tracking.StageRun
+    _summary: dict = field(default_factory=dict)
+
+    def summary(self, **items) -> None:
+        self._summary.update(items)
+
+    def write_metrics(self, path: Path | str, metrics: dict) -> None:
+        """Small metrics JSON for ``dvc metrics``, also logged to MLflow."""
+        write_json(path, metrics)
+        if self.run:
+            self.run.log_metrics(_numbers(metrics))
+
+
+def _numbers(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_numbers(v, f"{prefix}{k}."))
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+@contextlib.contextmanager
+def stage(name: str, section: str, track: bool = True) -> Iterator[StageContext]:
+    """Validate params (before any work), open the MLflow run, print one line at the end."""
+    from ctxrep import tracking
+
+    setup_logging()
+    start = time.perf_counter()
+    try:
+        params = config.read_params()
+        sec = config.load_section(section, params=params)
+    except config.ParamError as e:
+        log.error("%s: bad params: %s", name, e)
+        raise SystemExit(2) from e
+    ctx = StageContext(name, params, sec)
+    log.info("%s: profile '%s'", name, params["profile"])
+    if track:
+        with tracking.stage_run(name, {"profile": params["profile"],
+                                       section: config.as_dict(sec)}) as run:
+            ctx.run = run
+            yield ctx
+            run.log_metrics({"wall_s": time.perf_counter() - start})
+    else:
+        yield ctx
+    items = ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}"
+                      for k, v in ctx._summary.items())
+    print(f"[{name}] done in {time.perf_counter() - start:.1f} s: {items}", flush=True)

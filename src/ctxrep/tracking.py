@@ -1,0 +1,125 @@
+"""One MLflow run per executed stage, in one SQLite store.
+
+The store is ``sqlite:///<repo root>/mlflow.db`` (absolute). Under ``dvc exp run --temp`` or
+``--queue`` a stage runs in a copy of the repo at ``<repo root>/.dvc/tmp/exps/...``; the root is
+found above that copy, so every experiment lands in the same store. ``MLFLOW_TRACKING_URI``
+overrides it. Telemetry is off.
+
+Each run is named after the stage and tagged with the git commit (+ dirty flag), the DVC
+experiment name when set, the hashes of the stage's inputs, and its params section (flattened).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import subprocess
+from pathlib import Path
+from typing import Iterator
+
+import yaml
+
+log = logging.getLogger(__name__)
+
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+os.environ.setdefault("DO_NOT_TRACK", "true")
+os.environ.setdefault("MLFLOW_ENABLE_ASYNC_LOGGING", "false")
+
+_SECRET_WORDS = ("token", "password", "secret", "key", "credential")
+
+
+def repo_root(start: Path | None = None) -> Path:
+    """The project root, seen through a ``dvc exp`` temporary copy if we are in one."""
+    here = (start or Path.cwd()).resolve()
+    parts = here.parts
+    for i in range(len(parts) - 3):
+        if parts[i:i + 3] == (".dvc", "tmp", "exps"):
+            return Path(*parts[:i])
+    for p in (here, *here.parents):
+        if (p / "dvc.yaml").exists() or (p / ".git").exists():
+            return p
+    return here
+
+
+def tracking_uri() -> str:
+    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{repo_root() / 'mlflow.db'}"
+
+
+def git_state(root: Path) -> dict:
+    def git(*args):
+        try:
+            return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
+                                  timeout=10).stdout.strip()
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
+
+    commit = git("rev-parse", "HEAD") or "unknown"
+    dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+    return {"git_commit": commit, "git_dirty": str(dirty).lower()}
+
+
+def input_hashes(stage: str, cwd: Path | None = None) -> dict:
+    """md5 of each dependency of ``stage`` as DVC records it in ``dvc.lock``.
+
+    An upstream output's hash is taken from the upstream stage's entry (already final when this
+    stage starts); other deps from this stage's own entry (the previous run's, if any)."""
+    lock = (cwd or Path.cwd()) / "dvc.lock"
+    if not lock.exists():
+        return {}
+    stages = (yaml.safe_load(lock.read_text()) or {}).get("stages", {})
+    outs = {o["path"]: o.get("md5") for s in stages.values() for o in s.get("outs", [])}
+    own = {d["path"]: d.get("md5") for d in stages.get(stage, {}).get("deps", [])}
+    return {f"input:{p}": outs.get(p) or h for p, h in own.items()}
+
+
+def flatten(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(flatten(v, f"{key}."))
+        elif any(w in k.lower() for w in _SECRET_WORDS) and isinstance(v, str) and v:
+            out[key] = "***"  # never log credentials
+        else:
+            out[key] = v
+    return out
+
+
+class StageRun:
+    """Handle on the active run: metrics per step and at the end, artifacts."""
+
+    def __init__(self, mlflow, run):
+        self._mlflow, self.run = mlflow, run
+
+    def log_metrics(self, metrics: dict, step: int | None = None) -> None:
+        clean = {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float))}
+        if clean:
+            self._mlflow.log_metrics(clean, step=step)
+
+    def log_artifact(self, path: Path | str) -> None:
+        self._mlflow.log_artifact(str(path))
+
+
+@contextlib.contextmanager
+def stage_run(stage: str, params: dict | None = None) -> Iterator[StageRun]:
+    """Open the MLflow run of one executed stage (name = ``stage``)."""
+    import mlflow
+
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    root = repo_root()
+    mlflow.set_tracking_uri(tracking_uri())
+    mlflow.set_experiment("ctxrep")
+    tags = {"stage": stage, **git_state(Path.cwd())}
+    if os.environ.get("DVC_EXP_NAME"):
+        tags["dvc_exp_name"] = os.environ["DVC_EXP_NAME"]
+    if os.environ.get("DVC_EXP_BASELINE_REV"):
+        tags["dvc_exp_baseline_rev"] = os.environ["DVC_EXP_BASELINE_REV"]
+    tags.update({k: str(v) for k, v in input_hashes(stage).items()})
+    with mlflow.start_run(run_name=stage, tags=tags) as run:
+        if params:
+            flat = flatten(params)
+            mlflow.log_params({k: str(v)[:6000] for k, v in flat.items()})
+            mlflow.set_tags({f"param.{k}": str(v)[:5000] for k, v in flat.items()})
+        log.info("MLflow run %s (%s) in %s", run.info.run_id, stage, root / "mlflow.db")
+        yield StageRun(mlflow, run)
