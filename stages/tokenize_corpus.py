@@ -1,4 +1,7 @@
-"""Stage tokenize: WordPiece + biLM vocab + char ids + sentence-split Arrow shards → data/tokenized/."""
+"""Stage tokenize (file not named tokenize.py: that would shadow the stdlib module).
+
+WordPiece + biLM vocab + char ids + sentence-split Arrow shards → data/tokenized/.
+"""
 
 from pathlib import Path
 
