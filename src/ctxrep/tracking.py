@@ -60,17 +60,30 @@ def git_state(root: Path) -> dict:
 
 
 def input_hashes(stage: str, cwd: Path | None = None) -> dict:
-    """md5 of each dependency of ``stage`` as DVC records it in ``dvc.lock``.
+    """md5 of each dependency of ``stage``, as DVC computes it.
 
-    An upstream output's hash is taken from the upstream stage's entry (already final when this
-    stage starts); other deps from this stage's own entry (the previous run's, if any)."""
-    lock = (cwd or Path.cwd()) / "dvc.lock"
-    if not lock.exists():
-        return {}
-    stages = (yaml.safe_load(lock.read_text()) or {}).get("stages", {})
+    An upstream output's hash is read from its stage's ``dvc.lock`` entry (final by the time
+    this stage starts); any other dep (code, params files) is hashed by DVC itself."""
+    cwd = cwd or Path.cwd()
+    lock = cwd / "dvc.lock"
+    stages = (yaml.safe_load(lock.read_text()) or {}).get("stages", {}) if lock.exists() else {}
     outs = {o["path"]: o.get("md5") for s in stages.values() for o in s.get("outs", [])}
-    own = {d["path"]: d.get("md5") for d in stages.get(stage, {}).get("deps", [])}
-    return {f"input:{p}": outs.get(p) or h for p, h in own.items()}
+    try:
+        from dvc.repo import Repo
+
+        with Repo(str(cwd)) as repo:
+            (dvc_stage,) = repo.stage.collect(stage)
+            hashes = {}
+            for dep in dvc_stage.deps:
+                path = dep.def_path
+                if path in outs:
+                    hashes[f"input:{path}"] = outs[path]
+                elif not getattr(dep, "is_params", False) and dep.exists:
+                    hashes[f"input:{path}"] = dep.get_hash().value
+            return hashes
+    except Exception as e:  # noqa: BLE001 — provenance must never break a stage
+        log.warning("could not read input hashes of %s from DVC: %s", stage, e)
+        return {}
 
 
 def flatten(d: dict, prefix: str = "") -> dict:

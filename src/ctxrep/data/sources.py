@@ -159,9 +159,15 @@ def fetch(spec: DatasetSpec, source: str, opts: dict, out_dir: Path, max_rows: i
                 continue
             rows = _limit(rows, max_rows)
             # An explicit fingerprint keeps bytes identical across runs (no hashing of closures).
-            dd[split] = datasets.Dataset.from_generator(
-                _gen, gen_kwargs={"rows": rows}, features=spec.features,
-                cache_dir=str(tmp / ".cache"), fingerprint=f"{spec.name}-{split}")
+            try:
+                dd[split] = datasets.Dataset.from_generator(
+                    _gen, gen_kwargs={"rows": rows}, features=spec.features,
+                    cache_dir=str(tmp / ".cache"), fingerprint=f"{spec.name}-{split}")
+            except datasets.exceptions.DatasetGenerationError as e:
+                # Surface our reader's message (file and line), not the library's wrapper.
+                if isinstance(e.__cause__, R.DataError):
+                    raise e.__cause__ from None
+                raise
         dd = datasets.DatasetDict(dd)
         for split, ds in dd.items():
             if len(ds) == 0:

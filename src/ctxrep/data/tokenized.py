@@ -89,7 +89,7 @@ def _segment_chunk(job) -> dict:
 
     docs = datasets.load_from_disk(raw_dir)["train"].select(range(start, end))
     rows = {split: {"doc_id": [], "sentences": [], "words": []} for split in SPLITS}
-    counts = Counter()
+    counts, charset = Counter(), set()
     for doc in docs:
         sentences, words = segment_document(doc["text"], opts)
         if not sentences:
@@ -103,10 +103,13 @@ def _segment_chunk(job) -> dict:
             for w in words:
                 counts.update(w)
             counts[BOS] += len(words)
+            for sentence in sentences:
+                charset.update(sentence)
     for split, cols in rows.items():
         if cols["doc_id"]:
             write_shard(Path(out_dir) / split / f"shard-{index:05d}.arrow", pa.table(cols))
-    return {"counts": counts, "docs": {s: len(rows[s]["doc_id"]) for s in SPLITS}}
+    return {"counts": counts, "charset": charset,
+            "docs": {s: len(rows[s]["doc_id"]) for s in SPLITS}}
 
 
 # --------------------------------------------------------------------------- pass 2: wordpiece
@@ -215,10 +218,11 @@ def build(raw_dir: Path, out_dir: Path, p) -> dict:
     seg_dir = out_dir / ".segmented"
     jobs = [(raw_dataset, s, min(s + p.docs_per_shard, n_docs), i, opts, str(seg_dir))
             for i, s in enumerate(range(0, n_docs, p.docs_per_shard))]
-    counts, docs = Counter(), Counter()
+    counts, docs, charset = Counter(), Counter(), set()
     for result in run_pool(_segment_chunk, jobs, p.num_proc, "segment"):
         counts.update(result["counts"])
         docs.update(result["docs"])
+        charset |= result["charset"]
     if docs["train"] == 0:
         raise ValueError(f"{raw_dir}: no document has a sentence of >= {p.min_sentence_words} words")
     if docs["validation"] == 0:
@@ -231,7 +235,7 @@ def build(raw_dir: Path, out_dir: Path, p) -> dict:
             for sentences in read_shard(path).column("sentences").to_pylist():
                 yield from sentences
 
-    tokenizer = train_wordpiece(train_sentences(), p.wordpiece_vocab_size, p.lowercase)
+    tokenizer = train_wordpiece(train_sentences(), p.wordpiece_vocab_size, p.lowercase, charset)
     save_wordpiece(tokenizer, out_dir, p.lowercase)
 
     words = build_word_vocab(counts, p.word_vocab_size)
@@ -258,7 +262,8 @@ def build(raw_dir: Path, out_dir: Path, p) -> dict:
         "train_word_types": len(counts) - (1 if BOS in counts else 0),
         "train_oov_rate": round(sum(c for w, c in counts.items()
                                     if w not in in_vocab and w != BOS) / max(1, train_tokens), 6),
-        "params": {k: getattr(p, k) for k in p.__dataclass_fields__},
+        # num_proc changes speed, never bytes: leave it out so outputs compare equal.
+        "params": {k: getattr(p, k) for k in p.__dataclass_fields__ if k != "num_proc"},
     }
     (out_dir / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True))
     return meta

@@ -1,5 +1,12 @@
 """BERT's WordPiece tokenizer, trained with Hugging Face ``tokenizers`` and saved so that
-``transformers.AutoTokenizer.from_pretrained(dir)`` loads it (``tokenizer.json`` + ``vocab.txt``)."""
+``transformers.AutoTokenizer.from_pretrained(dir)`` loads it (``tokenizer.json`` + ``vocab.txt``).
+
+Determinism: ``tokenizers`` (<= 0.23) creates the continuing-subword tokens (``##a``) lazily in
+hash-map order, and their ids break ties between equally frequent merges, so two processes can
+learn different vocabularies from the same text (huggingface/tokenizers#1794). We pre-register
+every ``##c`` for the corpus's character set, in sorted order, so no id depends on iteration
+order; then rebuild a plain WordPiece tokenizer whose only added tokens are BERT's five.
+"""
 
 from __future__ import annotations
 
@@ -12,15 +19,31 @@ from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers,
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 
-def train_wordpiece(texts: Iterable[str], vocab_size: int, lowercase: bool) -> Tokenizer:
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]", max_input_chars_per_word=100))
+def _empty_tokenizer(lowercase: bool, vocab: dict | None = None) -> Tokenizer:
+    tok = Tokenizer(models.WordPiece(vocab=vocab, unk_token="[UNK]", max_input_chars_per_word=100))
     tok.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True,
                                                 strip_accents=None, lowercase=lowercase)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS,
+    return tok
+
+
+def train_wordpiece(texts: Iterable[str], vocab_size: int, lowercase: bool,
+                    charset: Iterable[str]) -> Tokenizer:
+    """Train on ``texts``; ``charset`` must hold every character that occurs in them."""
+    tok = _empty_tokenizer(lowercase)
+    chars = sorted({c for raw in charset for c in tok.normalizer.normalize_str(raw)
+                    if not c.isspace()})
+    continuing = [f"##{c}" for c in chars]
+    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size,
+                                        special_tokens=SPECIAL_TOKENS + continuing,
                                         min_frequency=2, show_progress=False,
                                         continuing_subword_prefix="##")
     tok.train_from_iterator(texts, trainer=trainer)
+    # The ##c entries count towards vocab_size, as the lazily created ones do in plain training.
+    vocab = tok.get_vocab()
+    ordered = sorted(vocab.items(), key=lambda kv: kv[1])
+    tok = _empty_tokenizer(lowercase, vocab={w: i for i, (w, _) in enumerate(ordered)})
+    tok.add_special_tokens(SPECIAL_TOKENS)
     cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",

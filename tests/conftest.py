@@ -1,0 +1,162 @@
+"""Shared fixtures: a tiny data mirror in the published formats, and a scratch copy of the repo."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+_NOUNS = ["river", "bank", "money", "music", "game", "player", "city", "history", "war", "king",
+          "science", "theory", "field", "language", "word", "film", "team", "school", "church"]
+_VERBS = ["plays", "holds", "describes", "builds", "follows", "opens", "leads", "takes", "runs"]
+_ADJS = ["old", "new", "large", "small", "early", "famous", "local", "national", "modern"]
+
+
+def make_sentence(rng: random.Random) -> str:
+    words = ["The", rng.choice(_ADJS), rng.choice(_NOUNS), rng.choice(_VERBS), "a",
+             rng.choice(_NOUNS)]
+    if rng.random() < 0.5:
+        words += ["near", "the", rng.choice(_ADJS), rng.choice(_NOUNS)]
+    return " ".join(words) + rng.choice([".", ".", "!"])
+
+
+def write_wiki_shard(path: Path, docs: list[tuple[str, str, list[str]]]) -> None:
+    lines = []
+    for doc_id, title, paragraphs in docs:
+        lines.append(f'<doc id="{doc_id}" url="http://x/?curid={doc_id}" title="{title}">')
+        lines += [title, ""] + paragraphs + ["</doc>"]
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def build_mirror(root: Path, n_docs: int = 40, seed: int = 0) -> Path:
+    rng = random.Random(seed)
+    wiki = root / "corpus/wikipedia-en"
+    wiki.mkdir(parents=True)
+    docs = []
+    for d in range(n_docs):
+        paragraphs = [" ".join(make_sentence(rng) for _ in range(rng.randint(2, 6)))
+                      for _ in range(rng.randint(1, 4))]
+        docs.append((str(100 + d), f"Article {d}", paragraphs))
+    write_wiki_shard(wiki / "wiki_000.txt.gz", docs[: n_docs // 2])
+    write_wiki_shard(wiki / "wiki_001.txt.gz", docs[n_docs // 2:])
+
+    wt = root / "corpus/wikitext-2"
+    wt.mkdir(parents=True)
+    for split in ("train", "valid", "test"):
+        (wt / f"wiki.{split}.tokens").write_text(
+            " \n = Title One = \n \n The first article . \n = Title Two = \n Second one . \n")
+
+    sst = root / "tasks/sst"
+    sst.mkdir(parents=True)
+    for kind, n_labels in (("binary", 2), ("fine", 5)):
+        for split in ("train", "dev", "test"):
+            (sst / f"stsa.{kind}.{split}").write_text("".join(
+                f"{i % n_labels} {make_sentence(rng).lower()}\n" for i in range(12)))
+
+    conll = root / "tasks/conll2003"
+    conll.mkdir(parents=True)
+    for split in ("train", "dev", "test"):
+        (conll / f"{split}.txt").write_text(
+            "-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\nrejects VBZ B-VP O\n"
+            "German JJ B-NP B-MISC\n. . O O\n\nPeter NNP B-NP B-PER\nBlackburn NNP I-NP I-PER\n\n")
+
+    ud = root / "tasks/ud_ewt"
+    ud.mkdir(parents=True)
+    for split in ("train", "dev", "test"):
+        (ud / f"en_ewt-ud-{split}.conllu").write_text(
+            "# sent_id = 1\n# text = I don't know.\n"
+            "1\tI\tI\tPRON\tPRP\t_\t3\tnsubj\t_\t_\n"
+            "2-3\tdon't\t_\t_\t_\t_\t_\t_\t_\t_\n"
+            "2\tdo\tdo\tAUX\tVBP\t_\t4\taux\t_\t_\n"
+            "3\tn't\tnot\tPART\tRB\t_\t4\tadvmod\t_\t_\n"
+            "4\tknow\tknow\tVERB\tVB\t_\t0\troot\t_\t_\n"
+            "5\t.\t.\tPUNCT\t.\t_\t4\tpunct\t_\t_\n\n")
+
+    for split in ("train", "dev", "test"):
+        wic = root / "tasks/wic" / split
+        wic.mkdir(parents=True)
+        (wic / f"{split}.data.txt").write_text(
+            "carry\tV\t2-1\tYou must carry your gear .\tSound carries well .\n"
+            "bank\tN\t3-1\tWe sat on the bank .\tThe bank closed .\n")
+        (wic / f"{split}.gold.txt").write_text("F\nT\n")
+
+    sick = root / "tasks/sick"
+    sick.mkdir(parents=True)
+    header = "pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment\n"
+    body = "".join(f"{i}\tA man plays .\tA person plays .\t4.{i}\t{j}\n"
+                   for i, j in enumerate(["ENTAILMENT", "NEUTRAL", "CONTRADICTION"]))
+    for name in ("SICK_train.txt", "SICK_trial.txt", "SICK_test_annotated.txt"):
+        (sick / name).write_text(header + body)
+
+    squad = root / "tasks/squad"
+    squad.mkdir(parents=True)
+    articles = []
+    for a in range(5):
+        context = f"Article {a} says the river bank opened in {1900 + a}."
+        articles.append({"title": f"T{a}", "paragraphs": [{"context": context, "qas": [
+            {"id": f"q{a}", "question": "When did it open?",
+             "answers": [{"text": str(1900 + a), "answer_start": context.index(str(1900 + a))}]}]}]})
+    (squad / "dev-v1.1.json").write_text(json.dumps({"data": articles, "version": "1.1"}))
+    return root
+
+
+@pytest.fixture(scope="session")
+def tiny_mirror(tmp_path_factory) -> Path:
+    return build_mirror(tmp_path_factory.mktemp("mirror"))
+
+
+@pytest.fixture
+def mirror_env(tiny_mirror, monkeypatch) -> Path:
+    monkeypatch.setenv("CTXREP_DATA_MIRROR", str(tiny_mirror))
+    return tiny_mirror
+
+
+def scratch_repo(dest: Path) -> Path:
+    """A git repo holding the project's pipeline files (not data), for running real stages."""
+    for name in ("dvc.yaml", "params.yaml", ".dvcignore", ".gitignore"):
+        shutil.copy2(REPO / name, dest / name)
+    for name in ("stages", "profiles", ".dvc"):
+        shutil.copytree(REPO / name, dest / name, ignore=shutil.ignore_patterns("tmp", "cache",
+                                                                               "__pycache__"))
+    # dvc.yaml's code deps point into src/: link the installed package source.
+    (dest / "src").mkdir()
+    os.symlink(REPO / "src" / "ctxrep", dest / "src" / "ctxrep")
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    for cmd in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "init"]):
+        subprocess.run(cmd, cwd=dest, check=True, env=env)
+    return dest
+
+
+def run_stage(repo: Path, script: str, *args: str, env: dict | None = None,
+              check: bool = True) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{repo / 'mlflow.db'}",
+                **(env or {})}
+    proc = subprocess.run([sys.executable, f"stages/{script}", *args], cwd=repo, env=full_env,
+                          capture_output=True, text=True, timeout=600)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{script} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def set_profile(repo: Path, profile: str) -> None:
+    params = repo / "params.yaml"
+    text = params.read_text()
+    import re
+
+    params.write_text(re.sub(r"^profile: \S+", f"profile: {profile}", text, flags=re.M))

