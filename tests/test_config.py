@@ -66,3 +66,14 @@ def test_profile_cannot_invent_sections(tmp_path):
     root = _repo(tmp_path, {"profile": "tiny", "data": {}}, {"tiny": {"dtaa": {"seed": 1}}})
     with pytest.raises(ParamError, match="dtaa"):
         config.read_params(root)
+
+
+def test_every_profile_names_every_section():
+    """DVC tracks `profiles/<name>.yaml:<section>` per stage, so each section must exist."""
+    from tests.conftest import REPO
+
+    sections = {k for k, v in yaml.safe_load((REPO / "params.yaml").read_text()).items()
+                if isinstance(v, dict)}
+    for path in (REPO / "profiles").glob("*.yaml"):
+        named = set(yaml.safe_load(path.read_text()) or {})
+        assert named == sections, f"{path.name}: sections {sorted(sections - named)} missing"

@@ -83,9 +83,95 @@ class TokenizeParams:
                              f"<= max_sentence_words ({self.max_sentence_words})")
 
 
+@dataclass
+class LoopParams:
+    """Keys of the shared training loop (``ctxrep.pretraining.loop``)."""
+
+    steps: int = param(1000, ge=1)
+    batch_size: int = param(32, ge=1, le=65536, doc="sequences per micro-batch (all ranks)")
+    grad_accum: int = param(1, ge=1, le=1024)
+    optimizer: str = param("adamw", choices=("adamw", "adagrad"))
+    lr: float = param(1e-3, gt=0.0, le=10.0)
+    weight_decay: float = param(0.01, ge=0.0, le=1.0)
+    warmup_fraction: float = param(0.02, ge=0.0, lt=1.0)
+    schedule: str = param("linear", choices=("linear", "constant"))
+    grad_clip: float = param(1.0, ge=0.0, doc="max global gradient norm; 0 = off")
+    eval_every: int = param(0, ge=0, doc="0 = evaluate only at the end")
+    checkpoint_every: int = param(100, ge=0, doc="0 = no intermediate checkpoints")
+    log_every: int = param(10, ge=1)
+    seed: int = param(0, ge=0)
+    compile: bool = param(False, doc="torch.compile the model (CUDA)")
+
+    def loop_config(self):
+        from ctxrep.pretraining.loop import LoopConfig
+
+        return LoopConfig(**{k: getattr(self, k) for k in LoopConfig.__dataclass_fields__
+                             if hasattr(self, k) and k != "betas"})
+
+
+@dataclass
+class BiLMParams(LoopParams):
+    """``pretrain_bilm``: the ELMo biLM and its training."""
+
+    preset: str = param("custom", choices=("custom", "small", "medium", "original"),
+                        doc="a published size; 'custom' uses the size keys below")
+    projection_dim: int = param(256, ge=1)
+    cell_dim: int = param(1024, ge=1)
+    n_layers: int = param(2, ge=1, le=16)
+    filters: list[list[int]] = param([[1, 32], [2, 32], [3, 64], [4, 128], [5, 256]], ge=1)
+    n_highway: int = param(1, ge=0, le=8)
+    char_embed_dim: int = param(16, ge=1)
+    activation: str = param("relu", choices=("relu", "tanh"))
+    cell_clip: float | None = param(None, gt=0.0)
+    proj_clip: float | None = param(None, gt=0.0)
+    dropout: float = param(0.1, ge=0.0, lt=1.0)
+    softmax: str = param("full", choices=("full", "sampled"))
+    n_negatives: int = param(8192, ge=1)
+    eval_sentences: int = param(2000, ge=1, doc="held-out sentences for perplexity")
+
+    def check(self, section: str) -> None:
+        if self.preset == "custom" and self.projection_dim >= self.cell_dim:
+            raise ParamError(f"{section}.projection_dim", self.projection_dim,
+                             f"< cell_dim ({self.cell_dim}): the projection reduces the cell")
+        for i, f in enumerate(self.filters):
+            if len(f) != 2:
+                raise ParamError(f"{section}.filters[{i}]", f, "a [width, n_filters] pair")
+
+
+@dataclass
+class BertParams(LoopParams):
+    """``pretrain_bert``: BERT and its MLM (+NSP) pretraining."""
+
+    size: str = param("mini", choices=("tiny", "mini", "small", "medium", "base", "custom"),
+                      doc="Turc et al. 2019 sizes, or 'custom' with the keys below")
+    hidden_size: int = param(256, ge=8)
+    num_hidden_layers: int = param(4, ge=1, le=48)
+    num_attention_heads: int = param(4, ge=1)
+    intermediate_size: int = param(1024, ge=8)
+    max_position_embeddings: int = param(512, ge=8, le=8192)
+    pre_layer_norm: bool = param(False, doc="pre-LN (False = post-LN as in BERT)")
+    dropout: float = param(0.1, ge=0.0, lt=1.0)
+    max_seq_len: int = param(128, ge=8, le=8192)
+    short_seq_prob: float = param(0.1, ge=0.0, le=1.0)
+    mlm_prob: float = param(0.15, gt=0.0, lt=1.0)
+    whole_word: bool = param(False)
+    nsp: bool = param(True, doc="next-sentence prediction (False = MLM on full segments)")
+    eval_instances: int = param(1000, ge=1)
+
+    def check(self, section: str) -> None:
+        if self.max_seq_len > self.max_position_embeddings:
+            raise ParamError(f"{section}.max_seq_len", self.max_seq_len,
+                             f"<= max_position_embeddings ({self.max_position_embeddings})")
+        if self.size == "custom" and self.hidden_size % self.num_attention_heads:
+            raise ParamError(f"{section}.hidden_size", self.hidden_size,
+                             f"a multiple of num_attention_heads ({self.num_attention_heads})")
+
+
 SECTIONS: dict[str, type] = {
     "data": DataParams,
     "tokenize": TokenizeParams,
+    "pretrain_bilm": BiLMParams,
+    "pretrain_bert": BertParams,
 }
 
 

@@ -1,0 +1,443 @@
+"""The ELMo bidirectional language model (Peters et al. 2018), readable top to bottom.
+
+    words --chars--> CharCNN --> x_t (context-free token layer, width P)
+    x --> forward LSTM stack  --> h^fwd_{t,1..L}   (each state sees tokens <= t)
+    x --> backward LSTM stack --> h^bwd_{t,1..L}   (each state sees tokens >= t)
+    h^fwd_{t,L} -> softmax -> p(w_{t+1} | w_<=t)    } one output softmax shared by
+    h^bwd_{t,L} -> softmax -> p(w_{t-1} | w_>=t)    } both directions
+
+Conventions (the training loop, `Elmo` and the tests rely on them):
+
+* ``char_ids`` (B, T, 50): sentences wrapped in ``<S>`` ... ``</S>``, encoded by
+  ``ctxrep.text.elmo_chars``; real tokens are a left-aligned prefix of each row.
+* ``mask`` (B, T) bool: True at real tokens (``<S>`` and ``</S>`` included).
+* ``target_ids`` (B, T): the word id of every position, same layout; word ids are sorted by
+  descending corpus frequency (sampled softmax's log-uniform sampler assumes it).
+* The forward direction predicts ``target_ids[t+1]`` from its top state at t, the backward
+  direction ``target_ids[t-1]`` from its top state at t; so forward never predicts ``<S>`` and
+  backward never predicts ``</S>``, and each direction makes (length - 1) predictions per sentence.
+* The backward LM is the same kind of stack run on each sentence reversed (only its real tokens,
+  so padding stays at the end), and its states are reversed back: ``backward_states[l][:, t]``
+  is aligned with token t like ``forward_states[l][:, t]``.
+* States are zero at padding positions. The model is stateless: nothing carries over between
+  batches, so in eval mode a sentence gets the same vectors in any batch.
+
+Parameter count of the `original` preset: 93.6M without the output softmax (as in the paper),
+plus (P + 1) * vocab_size for the softmax (+406M for the 793k-word 1B Word Benchmark vocab).
+torch's LSTM keeps two bias vectors where TF's keeps one (+65k here).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from ctxrep.models.highway import Highway
+from ctxrep.text.elmo_chars import MAX_WORD_LENGTH, N_CHAR_IDS
+
+# -----------------------------------------------------------------------------
+# config
+
+# torch's CPU LSTM falls back from oneDNN to its reference kernel when proj_size is set, and says
+# so once per process; the fallback is expected here, so the message is noise.
+warnings.filterwarnings("ignore", message="LSTM with projections is not supported with oneDNN")
+
+ACTIVATIONS = {"relu": F.relu, "tanh": torch.tanh}
+ELMO_FILTERS = [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]]  # 2048 filters
+ONE_BILLION_WORD_VOCAB = 793471
+
+
+@dataclass
+class BiLMConfig:
+    vocab_size: int = 20000  # output words, ids sorted by descending frequency
+    # token encoder
+    n_characters: int = N_CHAR_IDS  # rows of the char embedding (id 0 = missing word)
+    max_chars_per_token: int = MAX_WORD_LENGTH
+    char_embed_dim: int = 16
+    filters: list[list[int]] = field(default_factory=lambda: [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256]])
+    n_highway: int = 1
+    activation: str = "relu"  # after the max-pool over chars; highway uses ReLU
+    # LSTM stacks
+    projection_dim: int = 256  # width of the token layer and of every LSTM output (P)
+    cell_dim: int = 1024  # LSTM memory cell size (C), projected down to P
+    n_layers: int = 2
+    cell_clip: float | None = None  # clip the memory cell to [-c, c] (bilm-tf: 3)
+    proj_clip: float | None = None  # clip the projected state to [-c, c] (bilm-tf: 3)
+    dropout: float = 0.1  # on every LSTM input and on the top states before the softmax
+    # output
+    softmax: str = "full"  # "full" | "sampled" (training objective; evaluation is always full)
+    n_negatives: int = 8192  # sampled softmax: unique candidates per batch
+
+    def validate(self) -> BiLMConfig:
+        """Raise ValueError naming the first bad key; return self."""
+
+        def fail(key: str, why: str) -> None:
+            raise ValueError(f"BiLMConfig.{key}={getattr(self, key)!r}: {why}")
+
+        for key in ("vocab_size", "n_characters", "max_chars_per_token", "char_embed_dim",
+                    "projection_dim", "cell_dim", "n_layers", "n_negatives"):
+            value = getattr(self, key)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                fail(key, "must be a positive integer")
+        if self.vocab_size < 2:
+            fail("vocab_size", "must be >= 2")
+        if not self.filters or not all(
+            isinstance(f, (list, tuple)) and len(f) == 2 and all(isinstance(v, int) and v >= 1 for v in f)
+            for f in self.filters
+        ):
+            fail("filters", "must be a non-empty list of [width, n_filters] pairs of positive integers")
+        if max(width for width, _ in self.filters) > self.max_chars_per_token:
+            fail("filters", f"a filter is wider than max_chars_per_token={self.max_chars_per_token}")
+        if not isinstance(self.n_highway, int) or self.n_highway < 0:
+            fail("n_highway", "must be a non-negative integer")
+        if self.activation not in ACTIVATIONS:
+            fail("activation", f"must be one of {sorted(ACTIVATIONS)}")
+        if self.projection_dim >= self.cell_dim:
+            fail("projection_dim", f"must be smaller than cell_dim={self.cell_dim}: the projection reduces the cell")
+        for key in ("cell_clip", "proj_clip"):
+            value = getattr(self, key)
+            if value is not None and not (isinstance(value, (int, float)) and value > 0):
+                fail(key, "must be null (no clipping) or a positive number")
+        if not (isinstance(self.dropout, (int, float)) and 0 <= self.dropout < 1):
+            fail("dropout", "must be in [0, 1)")
+        if self.softmax not in ("full", "sampled"):
+            fail("softmax", "must be 'full' or 'sampled'")
+        if self.softmax == "sampled" and self.n_negatives >= self.vocab_size:
+            fail("n_negatives", f"must be smaller than vocab_size={self.vocab_size} for the sampled softmax")
+        return self
+
+    @property
+    def n_filters(self) -> int:
+        return sum(n for _, n in self.filters)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> BiLMConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        for key in data:
+            if key not in known:
+                raise ValueError(f"BiLMConfig: unknown key {key!r} (expected some of {sorted(known)})")
+        data = dict(data)
+        if "filters" in data and isinstance(data["filters"], (list, tuple)):
+            data["filters"] = [list(f) if isinstance(f, (list, tuple)) else f for f in data["filters"]]
+        return cls(**data).validate()
+
+    @classmethod
+    def preset(cls, name: str, **overrides) -> BiLMConfig:
+        """A published ELMo size (see PRESETS), with e.g. ``vocab_size=`` of your corpus."""
+        if name not in PRESETS:
+            raise ValueError(f"unknown BiLM preset {name!r}, expected one of {sorted(PRESETS)}")
+        return cls.from_dict({**PRESETS[name], **overrides})
+
+
+# The released AllenNLP/bilm-tf models: elmo_2x{cell}_{proj}_2048cnn_{n}xhighway, trained on the
+# 1B Word Benchmark with a sampled softmax of 8192 negatives.
+_PUBLISHED = dict(filters=ELMO_FILTERS, activation="relu", n_layers=2, cell_clip=3.0, proj_clip=3.0,
+                  dropout=0.1, softmax="sampled", n_negatives=8192, vocab_size=ONE_BILLION_WORD_VOCAB)
+PRESETS: dict[str, dict] = {
+    "small": dict(_PUBLISHED, cell_dim=1024, projection_dim=128, n_highway=1),  # 2x1024_128_2048cnn_1xhighway
+    "medium": dict(_PUBLISHED, cell_dim=2048, projection_dim=256, n_highway=1),  # 2x2048_256_2048cnn_1xhighway
+    "original": dict(_PUBLISHED, cell_dim=4096, projection_dim=512, n_highway=2),  # 2x4096_512_2048cnn_2xhighway
+}
+
+# -----------------------------------------------------------------------------
+# token encoder
+
+
+class CharCNN(nn.Module):
+    """Context-free word vectors from characters (Kim et al. 2016, as in ELMo).
+
+    For one word with char ids c_1..c_W (W = max_chars_per_token):
+        e_i = E[c_i]                                        char embedding, (W, char_embed_dim)
+        z_k = act(max_i conv_k(e)_i)                        one feature per filter, K = sum n_filters
+        x   = Highway(z)                                    n_highway layers, ReLU
+        out = W_p x + b_p                                   projection to projection_dim
+    The vector depends only on the word's characters, so any word, seen or not, gets one.
+    """
+
+    def __init__(self, config: BiLMConfig) -> None:
+        super().__init__()
+        self.char_embedding = nn.Embedding(config.n_characters, config.char_embed_dim, padding_idx=0)
+        self.convs = nn.ModuleList(nn.Conv1d(config.char_embed_dim, n, width) for width, n in config.filters)
+        self.activation = ACTIVATIONS[config.activation]
+        self.highway = Highway(config.n_filters, config.n_highway, activation=F.relu)
+        self.projection = nn.Linear(config.n_filters, config.projection_dim)
+
+    def forward(self, char_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """(B, T, W) char ids -> (B, T, P) token vectors, zero where ``mask`` is False."""
+        B, T, W = char_ids.shape
+        chars = self.char_embedding(char_ids.reshape(B * T, W)).transpose(1, 2)  # (BT, E, W): Conv1d layout
+        features = torch.cat([conv(chars).amax(dim=-1) for conv in self.convs], dim=-1)
+        tokens = self.projection(self.highway(self.activation(features)))
+        return tokens.view(B, T, -1) * mask.unsqueeze(-1)
+
+
+# -----------------------------------------------------------------------------
+# LSTM stacks
+
+
+class LstmWithProjection(nn.Module):
+    """One LSTM layer whose output is a projection of the cell output (LSTMP, Sak et al. 2014).
+
+        [i, f, g, o] = W_ih x_t + W_hh h_{t-1} + b                     (gates of width C)
+        c_t = sigmoid(f) * c_{t-1} + sigmoid(i) * tanh(g)             clipped to [-cell_clip, cell_clip]
+        h_t = W_hr (sigmoid(o) * tanh(c_t))                           (width P), clipped to [-proj_clip, proj_clip]
+
+    Without clipping this is exactly ``torch.nn.LSTM(proj_size=P)`` and runs as one fused call
+    (cuDNN on GPU). With clipping, the same parameters run through the explicit loop below.
+    """
+
+    def __init__(self, input_dim: int, cell_dim: int, projection_dim: int,
+                 cell_clip: float | None = None, proj_clip: float | None = None) -> None:
+        super().__init__()
+        self.lstm = nn.LSTM(input_dim, cell_dim, proj_size=projection_dim, batch_first=True)
+        self.cell_clip = cell_clip
+        self.proj_clip = proj_clip
+        with torch.no_grad():  # forget-gate bias 1: remember by default (Jozefowicz et al. 2015)
+            self.lstm.bias_ih_l0[cell_dim : 2 * cell_dim].fill_(1.0)
+            self.lstm.bias_hh_l0[cell_dim : 2 * cell_dim].zero_()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, T, input_dim) -> (B, T, P); the state at t depends on x_1..x_t only."""
+        if self.cell_clip is None and self.proj_clip is None:
+            return self.lstm(x)[0]
+        return self._forward_clipped(x)
+
+    def _forward_clipped(self, x: torch.Tensor) -> torch.Tensor:
+        lstm = self.lstm
+        B, T, _ = x.shape
+        x_gates = F.linear(x, lstm.weight_ih_l0, lstm.bias_ih_l0 + lstm.bias_hh_l0)  # all steps in one matmul
+        h = x.new_zeros(B, lstm.proj_size)
+        c = torch.zeros(B, lstm.hidden_size, device=x.device, dtype=torch.float32)  # the cell stays fp32 under autocast
+        outputs = []
+        for t in range(T):
+            gates = (x_gates[:, t] + F.linear(h, lstm.weight_hh_l0)).float()
+            i, f, g, o = gates.chunk(4, dim=-1)
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+            if self.cell_clip is not None:
+                c = c.clamp(-self.cell_clip, self.cell_clip)
+            h = F.linear(torch.sigmoid(o) * torch.tanh(c), lstm.weight_hr_l0)
+            if self.proj_clip is not None:
+                h = h.clamp(-self.proj_clip, self.proj_clip)
+            outputs.append(h)
+        return torch.stack(outputs, dim=1)
+
+
+class LstmStack(nn.Module):
+    """One direction of the biLM: n_layers LSTMP layers, residual connections from layer 2 on.
+
+        h_0 = x,   h_l = LSTMP_l(dropout(h_{l-1})) + (h_{l-1} if l > 1 else 0)
+    Returns [h_1, ..., h_L], each zeroed at padding.
+    """
+
+    def __init__(self, config: BiLMConfig) -> None:
+        super().__init__()
+        P, C = config.projection_dim, config.cell_dim
+        self.layers = nn.ModuleList(
+            LstmWithProjection(P, C, P, config.cell_clip, config.proj_clip) for _ in range(config.n_layers)
+        )
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> list[torch.Tensor]:
+        states = []
+        for index, layer in enumerate(self.layers):
+            h = layer(self.dropout(x))
+            if index > 0:  # residuals connect LSTM layers; the token layer below layer 1 is not one
+                h = h + x
+            x = h * mask.unsqueeze(-1)
+            states.append(x)
+        return states
+
+
+def reverse_padded(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """Reverse the first lengths[b] steps of each row of x (B, T, ...); padding stays where it is."""
+    T = x.shape[1]
+    steps = torch.arange(T, device=x.device).unsqueeze(0)  # (1, T)
+    source = lengths.unsqueeze(1) - 1 - steps  # position t reads from length - 1 - t
+    source = torch.where(source >= 0, source, steps)
+    source = source.view(*source.shape, *([1] * (x.dim() - 2))).expand_as(x)
+    return x.gather(1, source)
+
+
+# -----------------------------------------------------------------------------
+# output softmax: full, and sampled with a log-uniform candidate sampler
+
+
+def full_softmax_nll(hidden: torch.Tensor, targets: torch.Tensor, output: nn.Linear) -> torch.Tensor:
+    """-log softmax(W h + b)[y] for each row: (N, P), (N,) -> (N,)."""
+    return F.cross_entropy(output(hidden).float(), targets, reduction="none")
+
+
+def log_uniform_probability(ids: torch.Tensor, vocab_size: int) -> torch.Tensor:
+    """P(k) = log((k + 2) / (k + 1)) / log(V + 1): Zipf-like, for ids sorted by descending frequency."""
+    return torch.log1p(1.0 / (ids.double() + 1.0)) / math.log(vocab_size + 1)
+
+
+def sample_log_uniform_unique(n: int, vocab_size: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Draw ids i.i.d. from the log-uniform distribution until n distinct ids are seen.
+
+    Returns the n distinct ids and the number of draws it took (``num_tries``), like TF's
+    ``log_uniform_candidate_sampler(unique=True)``. Inverse CDF: k = floor((V + 1)^u) - 1, u ~ U[0, 1).
+    """
+    log_range = math.log(vocab_size + 1)
+    draws = torch.empty(0, dtype=torch.long, device=device)
+    while True:
+        new = torch.floor(torch.exp(torch.rand(max(2 * n, 64), device=device, dtype=torch.float64) * log_range)) - 1
+        draws = torch.cat([draws, new.long().clamp_(0, vocab_size - 1)])  # extend the same i.i.d. sequence
+        distinct, which = torch.unique(draws, return_inverse=True)
+        if distinct.numel() >= n:
+            break
+    positions = torch.arange(draws.numel(), device=device)
+    first_seen = torch.full_like(distinct, draws.numel()).scatter_reduce(0, which, positions, reduce="amin")
+    order = first_seen.argsort()[:n]  # the first n distinct ids in draw order
+    return distinct[order], first_seen[order[-1]] + 1
+
+
+def sampled_softmax_nll(hidden: torch.Tensor, targets: torch.Tensor, output: nn.Linear, n_negatives: int) -> torch.Tensor:
+    """Sampled-softmax NLL per row (Jean et al. 2015), as TF's ``sampled_softmax_loss``.
+
+    One set S of ``n_negatives`` distinct candidates is shared by all rows. Each logit is
+    corrected by the log of its expected count under the sampler, Q(k) = 1 - (1 - P(k))^num_tries,
+        l_y = w_y.h + b_y - log Q(y),   l_s = w_s.h + b_s - log Q(s)   (s in S),
+    candidates equal to the row's own target ("accidental hits") are removed, and
+        nll = logsumexp([l_y, l_S]) - l_y.
+    """
+    vocab_size = output.weight.shape[0]
+    candidates, num_tries = sample_log_uniform_unique(n_negatives, vocab_size, hidden.device)
+
+    def log_expected_count(ids: torch.Tensor) -> torch.Tensor:
+        p = log_uniform_probability(ids, vocab_size)
+        return torch.log(-torch.expm1(num_tries * torch.log1p(-p))).float()
+
+    true_logits = (hidden * output.weight[targets]).sum(-1) + output.bias[targets]
+    true_logits = true_logits.float() - log_expected_count(targets)
+    sampled_logits = F.linear(hidden, output.weight[candidates], output.bias[candidates]).float()
+    sampled_logits = sampled_logits - log_expected_count(candidates)
+    sampled_logits = sampled_logits.masked_fill(targets.unsqueeze(1) == candidates.unsqueeze(0), float("-inf"))
+    logits = torch.cat([true_logits.unsqueeze(1), sampled_logits], dim=1)
+    return torch.logsumexp(logits, dim=1) - true_logits
+
+
+# -----------------------------------------------------------------------------
+# the biLM
+
+
+@dataclass
+class BiLMOutput:
+    token_layer: torch.Tensor  # (B, T, P), context-free
+    forward_states: list[torch.Tensor]  # L x (B, T, P); state t has seen tokens <= t
+    backward_states: list[torch.Tensor]  # L x (B, T, P); state t has seen tokens >= t
+
+
+@dataclass
+class LMLoss:
+    """Summed token NLL and predicted-token counts per direction (sums, so DDP can all-reduce them)."""
+
+    forward_nll: torch.Tensor
+    backward_nll: torch.Tensor
+    forward_tokens: torch.Tensor
+    backward_tokens: torch.Tensor
+
+    @property
+    def loss(self) -> torch.Tensor:
+        """The training loss: mean of the two directions' per-token NLL (as bilm-tf)."""
+        forward = self.forward_nll / self.forward_tokens.clamp_min(1)
+        backward = self.backward_nll / self.backward_tokens.clamp_min(1)
+        return 0.5 * (forward + backward)
+
+
+class BiLM(nn.Module):
+    def __init__(self, config: BiLMConfig) -> None:
+        super().__init__()
+        self.config = config.validate()
+        self.token_encoder = CharCNN(config)
+        self.forward_lm = LstmStack(config)
+        self.backward_lm = LstmStack(config)
+        self.dropout = nn.Dropout(config.dropout)
+        self.softmax = nn.Linear(config.projection_dim, config.vocab_size)  # shared by both directions
+        nn.init.normal_(self.softmax.weight, std=config.projection_dim**-0.5)
+        nn.init.zeros_(self.softmax.bias)
+
+    def num_parameters(self, include_softmax: bool = True) -> int:
+        n = sum(p.numel() for p in self.parameters())
+        return n if include_softmax else n - sum(p.numel() for p in self.softmax.parameters())
+
+    def forward(self, char_ids: torch.Tensor, mask: torch.Tensor) -> BiLMOutput:
+        """char_ids (B, T, W), mask (B, T) -> token layer and per-layer states of both directions."""
+        lengths = mask.sum(dim=1)
+        tokens = self.token_encoder(char_ids, mask)
+        forward_states = self.forward_lm(tokens, mask)
+        # backward LM: read each sentence right to left, then put the states back in reading order
+        reversed_states = self.backward_lm(reverse_padded(tokens, lengths), mask)
+        backward_states = [reverse_padded(h, lengths) for h in reversed_states]
+        return BiLMOutput(tokens, forward_states, backward_states)
+
+    def _prediction_pairs(self, out: BiLMOutput, target_ids: torch.Tensor, mask: torch.Tensor):
+        """Top states and the words they predict: forward t -> t+1, backward t -> t-1, real pairs only."""
+        pairs = mask[:, :-1] & mask[:, 1:]  # pair (t, t+1) of real tokens
+        forward_hidden = out.forward_states[-1][:, :-1][pairs]
+        backward_hidden = out.backward_states[-1][:, 1:][pairs]
+        return forward_hidden, target_ids[:, 1:][pairs], backward_hidden, target_ids[:, :-1][pairs]
+
+    def lm_loss(self, char_ids: torch.Tensor, target_ids: torch.Tensor, mask: torch.Tensor) -> LMLoss:
+        """The training objective, with the softmax named by ``config.softmax``."""
+        out = self(char_ids, mask)
+        forward_hidden, forward_targets, backward_hidden, backward_targets = self._prediction_pairs(out, target_ids, mask)
+        hidden = self.dropout(torch.cat([forward_hidden, backward_hidden]))
+        targets = torch.cat([forward_targets, backward_targets])
+        if self.config.softmax == "sampled":
+            nll = sampled_softmax_nll(hidden, targets, self.softmax, self.config.n_negatives)
+        else:
+            nll = full_softmax_nll(hidden, targets, self.softmax)
+        n = forward_targets.numel()
+        count = torch.tensor(n, device=nll.device)
+        return LMLoss(nll[:n].sum(), nll[n:].sum(), count, count.clone())
+
+    @torch.no_grad()
+    def exact_nll(self, char_ids: torch.Tensor, target_ids: torch.Tensor, mask: torch.Tensor) -> LMLoss:
+        """Evaluation: the full-softmax NLL whatever ``config.softmax`` is (perplexity = exp(nll / tokens))."""
+        out = self(char_ids, mask)
+        forward_hidden, forward_targets, backward_hidden, backward_targets = self._prediction_pairs(out, target_ids, mask)
+        rows = max(1, 2**26 // self.config.vocab_size)  # bound the (rows, V) logits to ~256 MB
+
+        def nll_sum(hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+            total = torch.zeros((), device=hidden.device, dtype=torch.float32)
+            for start in range(0, targets.numel(), rows):
+                total += full_softmax_nll(hidden[start : start + rows], targets[start : start + rows], self.softmax).sum()
+            return total
+
+        count = torch.tensor(forward_targets.numel(), device=char_ids.device)
+        return LMLoss(nll_sum(forward_hidden, forward_targets), nll_sum(backward_hidden, backward_targets),
+                      count, count.clone())
+
+
+# -----------------------------------------------------------------------------
+# cost model
+
+
+def flops_per_token(config: BiLMConfig) -> float:
+    """Analytic training FLOPs per token: 3 x the forward matmul/conv FLOPs (backward ~ 2 x forward).
+
+    Counts 2 FLOPs per multiply-add in: the char convolutions, highway, token projection, both
+    LSTM stacks (input, recurrent and projection matmuls) and both directions' output softmax
+    (full: V logits; sampled: n_negatives + 1). Elementwise work is ignored. Assumes every
+    position is predicted in both directions (each sentence makes length - 1, slightly fewer).
+    """
+    W, E, K, P, C = (config.max_chars_per_token, config.char_embed_dim, config.n_filters,
+                     config.projection_dim, config.cell_dim)
+    char_cnn = sum(2 * (W - width + 1) * width * E * n for width, n in config.filters)
+    highway = config.n_highway * 2 * K * (2 * K)
+    token_projection = 2 * K * P
+    lstm_layer = 2 * (P + P) * 4 * C + 2 * C * P
+    lstms = 2 * config.n_layers * lstm_layer
+    logits = config.vocab_size if config.softmax == "full" else config.n_negatives + 1
+    softmax = 2 * 2 * P * logits
+    return 3.0 * (char_cnn + highway + token_projection + lstms + softmax)

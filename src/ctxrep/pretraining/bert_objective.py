@@ -1,0 +1,102 @@
+"""BERT's pretraining data and objective for the shared loop.
+
+Each epoch builds fresh NSP instances from the documents (seeded by the epoch), and each step
+draws fresh masks (seeded by the step), as dynamic masking prescribes. Plan entries encode
+(epoch, instance) as ``epoch << 32 | instance`` so a batch can be rebuilt from the plan alone.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import torch
+
+from ctxrep.data.tokenized import TokenizedCorpus
+from ctxrep.models.bert import BertForPreTraining
+from ctxrep.pretraining.bert_data import (PretrainingCollator, SpecialTokens, bucket_by_length,
+                                          create_nsp_instances)
+
+_EPOCH_SHIFT = 32
+
+
+def load_documents(corpus: TokenizedCorpus, split: str) -> list[list[list[int]]]:
+    return [doc["wordpieces"] for doc in corpus.documents(split, columns=["wordpieces"])]
+
+
+class BertObjective:
+    """MLM (+ NSP) loss on length-bucketed instance batches (see ``loop.Objective``)."""
+
+    def __init__(self, model: BertForPreTraining, train_docs, heldout_docs, vocab: dict, p,
+                 device: torch.device):
+        self.model, self.p, self.device = model, p, device
+        self.train_docs = train_docs
+        self.special = SpecialTokens.from_vocab(vocab)
+        self.collate = PretrainingCollator.from_vocab(vocab, mlm_prob=p.mlm_prob,
+                                                      whole_word=p.whole_word)
+        self._epochs: dict[int, list] = {}
+        # Held-out: one fixed set of instances and masks, so every evaluation is comparable.
+        held = create_nsp_instances(heldout_docs, p.max_seq_len, p.short_seq_prob,
+                                    random.Random(p.seed + 1), self.special, nsp=p.nsp)
+        self.heldout = held[: p.eval_instances]
+        counts = Counter(t for doc in train_docs for sent in doc for t in sent)
+        self.most_frequent = next(t for t, _ in counts.most_common() if t not in self.special.ids)
+
+    def _instances(self, epoch: int) -> list:
+        if epoch not in self._epochs:
+            if len(self._epochs) > 1:
+                self._epochs.pop(min(self._epochs))
+            self._epochs[epoch] = create_nsp_instances(
+                self.train_docs, self.p.max_seq_len, self.p.short_seq_prob,
+                random.Random(self.p.seed * 104_729 + epoch), self.special, nsp=self.p.nsp)
+        return self._epochs[epoch]
+
+    def plan(self, epoch: int) -> list[list[int]]:
+        instances = self._instances(epoch)
+        lengths = [len(x.input_ids) for x in instances]
+        batches = bucket_by_length(lengths, self.p.batch_size, random.Random(self.p.seed + epoch))
+        return [[(epoch << _EPOCH_SHIFT) | i for i in b] for b in batches]
+
+    def _collate(self, instances, seed: int) -> dict:
+        gen = torch.Generator().manual_seed(seed)
+        batch = self.collate(instances, gen)
+        if not self.p.nsp:
+            batch.pop("next_sentence_label")
+        return {k: v.to(self.device) for k, v in batch.items()}
+
+    def batch(self, indices: list[int], step: int) -> dict:
+        instances = [self._instances(i >> _EPOCH_SHIFT)[i & ((1 << _EPOCH_SHIFT) - 1)]
+                     for i in indices]
+        return self._collate(instances, self.p.seed * 1_000_003 + step)
+
+    def loss(self, batch: dict, model=None):
+        out = (model or self.model)(**batch)
+        logs = {"loss": out.loss.item(), "mlm_loss": out.mlm_loss.item(),
+                "mlm_acc": (out.mlm_correct / out.mlm_count.clamp(min=1)).item()}
+        if out.nsp_loss is not None:
+            logs["nsp_loss"] = out.nsp_loss.item()
+            logs["nsp_acc"] = (out.nsp_correct / out.nsp_count).item()
+        return out.loss, logs, int(batch["attention_mask"].sum())
+
+    def evaluate(self) -> dict:
+        sums = Counter()
+        order = sorted(range(len(self.heldout)), key=lambda i: len(self.heldout[i].input_ids))
+        for start in range(0, len(order), self.p.batch_size):
+            idx = order[start:start + self.p.batch_size]
+            batch = self._collate([self.heldout[i] for i in idx], 12345 + start)
+            out = self.model(**batch)
+            n = float(out.mlm_count)
+            sums["mlm_nll"] += float(out.mlm_loss) * n
+            sums["mlm_correct"] += float(out.mlm_correct)
+            sums["mlm_count"] += n
+            labels = batch["labels"]
+            sums["baseline_correct"] += float((labels == self.most_frequent).sum())
+            if out.nsp_loss is not None:
+                sums["nsp_correct"] += float(out.nsp_correct)
+                sums["nsp_count"] += float(out.nsp_count)
+        metrics = {"val_mlm_loss": sums["mlm_nll"] / sums["mlm_count"],
+                   "val_mlm_acc": sums["mlm_correct"] / sums["mlm_count"],
+                   "val_mlm_acc_most_frequent": sums["baseline_correct"] / sums["mlm_count"]}
+        if sums["nsp_count"]:
+            metrics["val_nsp_acc"] = sums["nsp_correct"] / sums["nsp_count"]
+        return metrics

@@ -1,0 +1,338 @@
+"""The training loop both pretraining objectives share (and transfer fine-tuning reuses).
+
+What is shared: optimizer (AdamW with decay only on matrices, or Adagrad as in ELMo), linear
+warm-up then linear decay, gradient accumulation, gradient clipping, bf16 autocast on CUDA, DDP
+under ``torchrun``, periodic evaluation, atomic checkpoints and exact resume, NaN/inf stops,
+a progress bar, per-step MLflow metrics and the loss curve.
+
+What a model brings is an :class:`Objective`: an epoch *plan* (batches of example indices, a
+pure function of the epoch), a way to build a batch for a step, and its loss. Because the plan
+and every random draw inside a step are seeded by (seed, epoch) and (seed, step), a run resumed
+from a checkpoint at step k replays steps k.. exactly as an uninterrupted run would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class LoopConfig:
+    steps: int
+    lr: float
+    optimizer: str = "adamw"          # adamw | adagrad
+    weight_decay: float = 0.01
+    betas: tuple = (0.9, 0.999)
+    warmup_fraction: float = 0.02
+    schedule: str = "linear"          # linear (warm-up then decay to 0) | constant (after warm-up)
+    grad_clip: float = 1.0
+    grad_accum: int = 1
+    eval_every: int = 0               # 0 = only at the end
+    checkpoint_every: int = 0         # 0 = no intermediate checkpoints
+    log_every: int = 10
+    seed: int = 0
+    compile: bool = False
+
+
+class Objective(Protocol):
+    model: nn.Module
+
+    def plan(self, epoch: int) -> list[list[int]]:
+        """Batches of example indices for ``epoch`` (deterministic)."""
+
+    def batch(self, indices: list[int], step: int) -> dict:
+        """Tensors for one micro-batch; random choices (masking) seeded by ``step``."""
+
+    def loss(self, batch: dict) -> tuple[torch.Tensor, dict, int]:
+        """(mean loss to backpropagate, floats to log, tokens processed)."""
+
+    def evaluate(self) -> dict:
+        """Held-out metrics (no grad)."""
+
+
+class NonFiniteLoss(RuntimeError):
+    pass
+
+
+# ------------------------------------------------------------------------------ distribution
+
+@dataclass
+class Dist:
+    rank: int = 0
+    world: int = 1
+    local_rank: int = 0
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+
+def init_distributed() -> Dist:
+    """DDP under torchrun (``WORLD_SIZE`` > 1): NCCL on CUDA, gloo on CPU."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world == 1:
+        return Dist()
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    if torch.cuda.is_available():
+        torch.cuda.set_device(local)
+    return Dist(dist.get_rank(), world, local)
+
+
+def default_device(d: Dist) -> torch.device:
+    return torch.device(f"cuda:{d.local_rank}") if torch.cuda.is_available() else torch.device("cpu")
+
+
+# ------------------------------------------------------------------------------ optimization
+
+def make_optimizer(model: nn.Module, cfg: LoopConfig) -> torch.optim.Optimizer:
+    params = [p for p in model.parameters() if p.requires_grad]
+    if cfg.optimizer == "adagrad":
+        # ELMo's setting (TF Adagrad): accumulators start at 1.0.
+        return torch.optim.Adagrad(params, lr=cfg.lr, initial_accumulator_value=1.0)
+    # No weight decay on biases and LayerNorm gains: exactly the parameters with ndim < 2.
+    decay = [p for p in params if p.ndim >= 2]
+    no_decay = [p for p in params if p.ndim < 2]
+    groups = [{"params": decay, "weight_decay": cfg.weight_decay},
+              {"params": no_decay, "weight_decay": 0.0}]
+    fused = all(p.is_cuda for p in params)
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=tuple(cfg.betas), fused=fused or None)
+
+
+def lr_factor(step: int, cfg: LoopConfig) -> float:
+    warmup = max(1, round(cfg.warmup_fraction * cfg.steps)) if cfg.warmup_fraction > 0 else 0
+    if step < warmup:
+        return (step + 1) / warmup
+    if cfg.schedule == "constant":
+        return 1.0
+    return max(0.0, (cfg.steps - step) / max(1, cfg.steps - warmup))
+
+
+# ------------------------------------------------------------------------------- checkpoints
+
+class Checkpoints:
+    """``<dir>/step-00001234/`` folders, each complete before it is renamed into place.
+
+    A kill at any point leaves the newest complete folder usable; tensors are stored with
+    ``torch.save`` and read back with ``weights_only=True`` (no pickle of arbitrary objects)."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    def latest(self) -> Path | None:
+        done = sorted(p for p in self.root.glob("step-*") if (p / "COMPLETE").exists())
+        return done[-1] if done else None
+
+    def save(self, step: int, state: dict, keep: int = 1) -> Path:
+        self.root.mkdir(parents=True, exist_ok=True)
+        final = self.root / f"step-{step:08d}"
+        tmp = self.root / f".tmp-step-{step:08d}-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        torch.save(state, tmp / "state.pt")
+        (tmp / "COMPLETE").write_text(str(step))
+        with open(tmp / "state.pt", "rb") as f:
+            os.fsync(f.fileno())
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+        for old in sorted(p for p in self.root.glob("step-*") if p != final)[:-keep or None]:
+            shutil.rmtree(old, ignore_errors=True)
+        return final
+
+    def load(self, path: Path) -> dict:
+        try:
+            return torch.load(path / "state.pt", map_location="cpu", weights_only=True)
+        except Exception as e:  # noqa: BLE001
+            raise RuntimeError(f"{path / 'state.pt'}: unreadable checkpoint ({e})") from e
+
+    def clear(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+# ------------------------------------------------------------------------------------- loop
+
+@dataclass
+class TrainResult:
+    steps: int
+    train_tokens: int
+    train_seconds: float
+    curve: list = field(default_factory=list)      # [step, loss, lr]
+    evals: list = field(default_factory=list)      # [step, {metric: value}]
+    final_eval: dict = field(default_factory=dict)
+    resumed_from: int = 0
+
+
+def _locate(step: int, objective: Objective, plans: dict, grad_accum: int) -> list[list[int]]:
+    """The micro-batches of optimizer step ``step`` (plans are cached per epoch)."""
+    start = step * grad_accum
+    micro, epoch, offset = [], 0, 0
+    while len(micro) < grad_accum:
+        if epoch not in plans:
+            plans.clear() if len(plans) > 2 else None
+            plans[epoch] = objective.plan(epoch)
+            if not plans[epoch]:
+                raise ValueError("the objective's plan for an epoch is empty (no training data?)")
+        n = len(plans[epoch])
+        if start + len(micro) < offset + n:
+            micro.append(plans[epoch][start + len(micro) - offset])
+        else:
+            offset += n
+            epoch += 1
+    return micro
+
+
+def train(objective: Objective, cfg: LoopConfig, ckpt_dir: Path, run=None,
+          dist_info: Dist | None = None, desc: str = "train") -> TrainResult:
+    from tqdm.auto import tqdm
+
+    d = dist_info or Dist()
+    model = objective.model
+    device = next(model.parameters()).device
+    optimizer = make_optimizer(model, cfg)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, cfg))
+    ckpts = Checkpoints(ckpt_dir)
+    result = TrainResult(0, 0, 0.0)
+
+    latest = ckpts.latest()
+    if latest is not None:
+        state = ckpts.load(latest)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        result.steps, result.train_tokens = int(state["step"]), int(state["train_tokens"])
+        result.curve = [list(map(float, row)) for row in state["curve"].tolist()]
+        result.evals = json.loads(bytes(state["evals"].tolist()).decode())
+        result.train_seconds = float(state["train_seconds"])
+        result.resumed_from = result.steps
+        if d.main:
+            log.info("resuming from %s (step %d of %d)", latest, result.steps, cfg.steps)
+
+    train_model = model
+    if d.world > 1:
+        train_model = nn.parallel.DistributedDataParallel(
+            model, device_ids=[d.local_rank] if device.type == "cuda" else None)
+    if cfg.compile:
+        train_model = torch.compile(train_model)
+    autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda"
+                else contextlib.nullcontext())
+
+    def checkpoint(step: int):
+        if not d.main:
+            return
+        curve = torch.tensor(result.curve, dtype=torch.float64).reshape(-1, 3)
+        evals = torch.tensor(list(json.dumps(result.evals).encode()), dtype=torch.uint8)
+        ckpts.save(step, {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                          "scheduler": scheduler.state_dict(), "step": step,
+                          "train_tokens": result.train_tokens, "curve": curve, "evals": evals,
+                          "train_seconds": result.train_seconds})
+
+    plans: dict = {}
+    bar = tqdm(total=cfg.steps, initial=result.steps, desc=desc, unit="step",
+               disable=not d.main, dynamic_ncols=True)
+    window_tokens, window_start = 0, time.perf_counter()
+    model.train()
+    for step in range(result.steps, cfg.steps):
+        t0 = time.perf_counter()
+        torch.manual_seed(cfg.seed * 1_000_003 + step)  # dropout: a pure function of the step
+        micro = _locate(step, objective, plans, cfg.grad_accum)
+        logs_sum: dict = {}
+        step_tokens = 0
+        for i, indices in enumerate(micro):
+            if d.world > 1:  # each rank takes its slice of the global micro-batch
+                indices = indices[d.rank::d.world]
+            batch = objective.batch(indices, step * cfg.grad_accum + i)
+            sync = (i == len(micro) - 1) or d.world == 1
+            ctx = contextlib.nullcontext() if sync or not hasattr(train_model, "no_sync") \
+                else train_model.no_sync()
+            with ctx, autocast:
+                loss, logs, tokens = objective.loss(batch, model=train_model) \
+                    if _takes_model(objective) else objective.loss(batch)
+            if not torch.isfinite(loss):
+                raise NonFiniteLoss(
+                    f"non-finite loss {loss.item()} at step {step} (micro-batch {i}, example "
+                    f"indices {indices[:8]}{'...' if len(indices) > 8 else ''}); the last good "
+                    f"checkpoint {ckpts.latest()} is kept")
+            (loss / len(micro)).backward()
+            step_tokens += tokens
+            for k, v in logs.items():
+                logs_sum[k] = logs_sum.get(k, 0.0) + float(v) / len(micro)
+        if cfg.grad_clip > 0:
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip))
+            if not math.isfinite(grad_norm):
+                raise NonFiniteLoss(f"non-finite gradient norm at step {step}; the last good "
+                                    f"checkpoint {ckpts.latest()} is kept")
+            logs_sum["grad_norm"] = grad_norm
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+
+        result.steps = step + 1
+        result.train_tokens += step_tokens * d.world
+        result.train_seconds += time.perf_counter() - t0
+        window_tokens += step_tokens * d.world
+        lr = optimizer.param_groups[0]["lr"]
+        result.curve.append([step + 1, logs_sum.get("loss", float(loss)), lr])
+        bar.update(1)
+        if d.main and (step % cfg.log_every == 0 or step + 1 == cfg.steps):
+            elapsed = time.perf_counter() - window_start
+            tps = window_tokens / elapsed if elapsed > 0 else 0.0
+            bar.set_postfix(loss=f"{result.curve[-1][1]:.3f}", tok_s=f"{tps:,.0f}")
+            if run is not None:
+                run.log_metrics({**{f"train_{k}": v for k, v in logs_sum.items()}, "lr": lr,
+                                 "tokens_per_s": tps}, step=step + 1)
+            window_tokens, window_start = 0, time.perf_counter()
+        if cfg.eval_every and (step + 1) % cfg.eval_every == 0 and step + 1 < cfg.steps:
+            metrics = _evaluate(objective, autocast)
+            result.evals.append([step + 1, metrics])
+            if run is not None and d.main:
+                run.log_metrics({f"val_{k}" if not k.startswith("val_") else k: v
+                                 for k, v in metrics.items()}, step=step + 1)
+            model.train()
+        if cfg.checkpoint_every and (step + 1) % cfg.checkpoint_every == 0 \
+                and step + 1 < cfg.steps:
+            checkpoint(step + 1)
+    bar.close()
+    result.final_eval = _evaluate(objective, autocast)
+    result.evals.append([cfg.steps, result.final_eval])
+    if run is not None and d.main:
+        run.log_metrics(result.final_eval, step=cfg.steps)
+    return result
+
+
+def _takes_model(objective) -> bool:
+    import inspect
+
+    return "model" in inspect.signature(objective.loss).parameters
+
+
+def _evaluate(objective: Objective, autocast) -> dict:
+    objective.model.eval()
+    with torch.no_grad(), autocast:
+        return objective.evaluate()
+
+
+def write_curve(path: Path, result: TrainResult) -> None:
+    """The loss curve as TSV (a DVC plot): step, train loss, learning rate."""
+    from ctxrep.io import atomic_file
+
+    with atomic_file(path) as f:
+        f.write("step\ttrain_loss\tlr\n")
+        for step, loss, lr in result.curve:
+            f.write(f"{int(step)}\t{loss:.6f}\t{lr:.6g}\n")

@@ -1,0 +1,58 @@
+"""Stage pretrain_bert: MLM (+NSP) pretraining → data/models/bert/ (a Hugging Face model dir)."""
+
+import hashlib
+import json
+from pathlib import Path
+
+import torch
+
+from ctxrep.data.tokenized import TokenizedCorpus
+from ctxrep.io import atomic_dir
+from ctxrep.models.bert import BertConfig, BertForPreTraining, count_parameters, flops_per_token
+from ctxrep.models.bert_hf import save_pretrained
+from ctxrep.pretraining import loop
+from ctxrep.pretraining.bert_objective import BertObjective, load_documents
+from ctxrep.stage import stage
+
+OUT, CKPT = Path("data/models/bert"), Path("data/checkpoints/pretrain_bert")
+
+with stage("pretrain_bert", "pretrain_bert") as ctx:
+    p = ctx.section
+    corpus = TokenizedCorpus("data/tokenized")
+    vocab = corpus.wordpiece_tokenizer().get_vocab()
+    common = dict(vocab_size=len(vocab), max_position_embeddings=p.max_position_embeddings,
+                  hidden_dropout_prob=p.dropout, attention_probs_dropout_prob=p.dropout,
+                  pre_layer_norm=p.pre_layer_norm, pad_token_id=vocab["[PAD]"])
+    if p.size == "custom":
+        config = BertConfig(hidden_size=p.hidden_size, num_hidden_layers=p.num_hidden_layers,
+                            num_attention_heads=p.num_attention_heads,
+                            intermediate_size=p.intermediate_size, **common).validate()
+    else:
+        config = BertConfig.named(p.size, **common)
+
+    dist = loop.init_distributed()
+    device = loop.default_device(dist)
+    torch.manual_seed(p.seed)
+    model = BertForPreTraining(config).to(device)
+    objective = BertObjective(model, load_documents(corpus, "train"),
+                              load_documents(corpus, "validation"), vocab, p, device)
+    key = hashlib.sha256(json.dumps([ctx.params["pretrain_bert"], corpus.meta],
+                                    sort_keys=True, default=str).encode()).hexdigest()[:16]
+    result = loop.train(objective, p.loop_config(), CKPT / key, ctx.run, dist, desc="pretrain_bert")
+
+    if dist.main:
+        with atomic_dir(OUT) as tmp:
+            save_pretrained(model.cpu(), tmp, tokenizer_dir=corpus.root,
+                            do_lower_case=corpus.meta["params"]["lowercase"])
+        ev = result.final_eval
+        metrics = {k: round(v, 4) for k, v in ev.items()}
+        metrics.update({
+            "train_tokens": result.train_tokens, "steps": result.steps,
+            "tokens_per_s": round(result.train_tokens / max(result.train_seconds, 1e-9), 1),
+            "train_seconds": round(result.train_seconds, 1), "params": count_parameters(model),
+            "train_flops": float(flops_per_token(config, p.max_seq_len)) * result.train_tokens})
+        ctx.write_metrics("metrics/pretrain_bert.json", metrics)
+        loop.write_curve(Path("metrics/pretrain_bert_curve.tsv"), result)
+        loop.Checkpoints(CKPT).clear()
+    ctx.summary(steps=result.steps, tokens=result.train_tokens,
+                val_mlm_acc=round(result.final_eval["val_mlm_acc"], 3))

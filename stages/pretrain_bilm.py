@@ -1,0 +1,65 @@
+"""Stage pretrain_bilm: train the ELMo biLM on the tokenized corpus → data/models/bilm/."""
+
+import hashlib
+import json
+from pathlib import Path
+
+import torch
+
+from ctxrep.data.tokenized import TokenizedCorpus
+from ctxrep.io import atomic_dir
+from ctxrep.models.bilm import BiLM, BiLMConfig, flops_per_token
+from ctxrep.models.elmo import Elmo
+from ctxrep.pretraining import loop
+from ctxrep.pretraining.bilm_objective import (BiLMObjective, WordTypes, load_sentences,
+                                               unigram_perplexity)
+from ctxrep.stage import stage
+
+OUT, CKPT = Path("data/models/bilm"), Path("data/checkpoints/pretrain_bilm")
+
+with stage("pretrain_bilm", "pretrain_bilm") as ctx:
+    p = ctx.section
+    corpus = TokenizedCorpus("data/tokenized")
+    vocab, _ = corpus.word_vocab()
+    sizes = {k: getattr(p, k) for k in ("projection_dim", "cell_dim", "n_layers", "filters",
+                                        "n_highway", "char_embed_dim", "activation", "cell_clip",
+                                        "proj_clip")}
+    common = dict(vocab_size=len(vocab), dropout=p.dropout, softmax=p.softmax,
+                  n_negatives=p.n_negatives)
+    config = (BiLMConfig.from_dict({**sizes, **common}) if p.preset == "custom"
+              else BiLMConfig.preset(p.preset, **common))
+
+    dist = loop.init_distributed()
+    device = loop.default_device(dist)
+    torch.manual_seed(p.seed)
+    model = BiLM(config).to(device)
+    types = WordTypes(vocab)
+    train = load_sentences(corpus, "train", types)
+    heldout = load_sentences(corpus, "validation", types, max_sentences=p.eval_sentences)
+    chars, targets = types.tables()
+    objective = BiLMObjective(model, train, heldout, chars, targets, p.batch_size, p.seed, device)
+
+    # Checkpoints are keyed by the params and the data, so a changed run never resumes an old one.
+    key = hashlib.sha256(json.dumps([ctx.params["pretrain_bilm"], corpus.meta],
+                                    sort_keys=True, default=str).encode()).hexdigest()[:16]
+    result = loop.train(objective, p.loop_config(), CKPT / key, ctx.run, dist, desc="pretrain_bilm")
+
+    if dist.main:
+        with atomic_dir(OUT) as tmp:
+            Elmo(model.cpu(), vocab).save_pretrained(tmp)
+        unigram = unigram_perplexity(train, heldout, targets, len(vocab))
+        ev = result.final_eval
+        ctx.write_metrics("metrics/pretrain_bilm.json", {
+            "val_ppl_forward": round(ev["val_ppl_forward"], 3),
+            "val_ppl_backward": round(ev["val_ppl_backward"], 3),
+            "val_ppl": round(ev["val_ppl"], 3), "unigram_ppl": round(unigram, 3),
+            "train_tokens": result.train_tokens, "steps": result.steps,
+            "tokens_per_s": round(result.train_tokens / max(result.train_seconds, 1e-9), 1),
+            "train_seconds": round(result.train_seconds, 1),
+            "params": model.num_parameters(),
+            "params_without_softmax": model.num_parameters(include_softmax=False),
+            "train_flops": float(flops_per_token(config)) * result.train_tokens})
+        loop.write_curve(Path("metrics/pretrain_bilm_curve.tsv"), result)
+        loop.Checkpoints(CKPT).clear()
+    ctx.summary(steps=result.steps, tokens=result.train_tokens,
+                val_ppl=round(result.final_eval["val_ppl"], 1))
