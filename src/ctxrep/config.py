@@ -167,7 +167,107 @@ class BertParams(LoopParams):
                              f"a multiple of num_attention_heads ({self.num_attention_heads})")
 
 
+METHODS = ("static", "elmo-last", "elmo-avg", "elmo", "elmo-io", "bert-feature", "bert-finetune",
+           "bert-scratch")
+FEATURE_METHODS = METHODS[:6]
+FINETUNE_METHODS = METHODS[6:]
+
+
+@dataclass
+class TransferCommon:
+    """``transfer.common``: what every transfer cell shares."""
+
+    seeds: list[int] = param([0], ge=0)
+    max_train_examples: int = param(0, ge=0, doc="0 = the whole train split")
+    max_eval_examples: int = param(0, ge=0, doc="0 = the whole evaluation split")
+    eval_split: str = param("validation", choices=("validation", "test"))
+
+    def check(self, section: str) -> None:
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise ParamError(f"{section}.seeds", self.seeds, "a non-empty list of distinct seeds")
+
+
+@dataclass
+class FeatureTransferParams:
+    """``transfer.<feature method>``: frozen features → ScalarMix → task BiLSTM → head."""
+
+    encoder_hidden: int = param(128, ge=1, doc="task BiLSTM hidden size per direction")
+    encoder_layers: int = param(1, ge=1, le=4)
+    epochs: int = param(3, ge=1)
+    batch_size: int = param(32, ge=1)
+    lr: float = param(1e-3, gt=0.0, le=1.0)
+    dropout: float = param(0.3, ge=0.0, lt=1.0)
+    mix_l2: float = param(0.001, ge=0.0, doc="λ of the scalar-mix penalty (toward equal weights)")
+    layer_norm: bool = param(False, doc="layer-normalise each layer before mixing")
+    grad_clip: float = param(5.0, ge=0.0)
+
+
+@dataclass
+class FinetuneTransferParams:
+    """``transfer.<fine-tuning method>``: BERT and a small head trained together."""
+
+    epochs: int = param(3, ge=1)
+    batch_size: int = param(32, ge=1)
+    lr: float = param(5e-5, gt=0.0, le=1.0)
+    warmup_fraction: float = param(0.1, ge=0.0, lt=1.0)
+    weight_decay: float = param(0.01, ge=0.0, le=1.0)
+    max_seq_len: int = param(128, ge=16, le=8192)
+    doc_stride: int = param(64, ge=1, doc="span QA: overlap step of windows over long contexts")
+    dropout: float = param(0.1, ge=0.0, lt=1.0)
+    grad_clip: float = param(1.0, ge=0.0)
+
+    def check(self, section: str) -> None:
+        if self.doc_stride >= self.max_seq_len:
+            raise ParamError(f"{section}.doc_stride", self.doc_stride,
+                             f"< max_seq_len ({self.max_seq_len})")
+
+
+@dataclass
+class ExtractParams:
+    """``extract``: frozen per-word layer features for the feature-based methods."""
+
+    bert_subword_pooling: str = param("first", choices=("first", "mean"))
+    batch_size: int = param(64, ge=1)
+    bert_max_seq_len: int = param(512, ge=16, le=8192)
+
+
+def check_grid(params: dict, task: str, method: str, root: Path | str = ".") -> None:
+    """The cell is in the grid, and params.yaml's grid (which DVC expands) is the profile's."""
+    grid = params.get("grid") or {}
+    if task not in grid.get("tasks", []):
+        raise ParamError("grid.tasks", grid.get("tasks"), f"a list containing {task!r}")
+    if method not in METHODS:
+        raise ParamError("grid.methods", method, f"methods among {list(METHODS)}")
+    raw = yaml.safe_load((Path(root) / PARAMS_FILE).read_text()) or {}
+    if raw.get("grid") != grid:
+        raise ParamError("grid", raw.get("grid"),
+                         f"the grid of profile '{params['profile']}' ({grid}): DVC expands the "
+                         f"transfer matrix from params.yaml, so switch profiles with "
+                         f"`make repro PROFILE={params['profile']}` (it sets grid.* too)")
+
+
+def grid_args(profile: str, root: Path | str = ".") -> list[str]:
+    """``dvc exp run`` arguments that select ``profile``, grid included."""
+    grid = read_params(root, profile=profile).get("grid", {})
+    return ["-S", f"profile={profile}"] + [
+        a for key in ("tasks", "methods") for a in ("-S", f"grid.{key}=[{','.join(grid[key])}]")]
+
+
+def load_transfer(method: str, root: Path | str = ".", params: dict | None = None):
+    """(common, method params) for one transfer cell, validated."""
+    params = params if params is not None else read_params(root)
+    if method not in METHODS:
+        raise ParamError("method", method, f"one of {list(METHODS)}")
+    section = params.get("transfer")
+    if not isinstance(section, dict):
+        raise ParamError("transfer", section, f"a 'transfer:' section in {PARAMS_FILE}")
+    common = from_dict(TransferCommon, section.get("common", {}), "transfer.common")
+    cls = FeatureTransferParams if method in FEATURE_METHODS else FinetuneTransferParams
+    return common, from_dict(cls, section.get(method, {}), f"transfer.{method}")
+
+
 SECTIONS: dict[str, type] = {
+    "extract": ExtractParams,
     "data": DataParams,
     "tokenize": TokenizeParams,
     "pretrain_bilm": BiLMParams,
@@ -319,3 +419,13 @@ def _name(t) -> str:
 
 def as_dict(obj) -> dict:
     return dataclasses.asdict(obj)
+
+
+if __name__ == "__main__":  # `python -m ctxrep.config dvc-args tiny` (used by the Makefile)
+    import sys
+
+    if len(sys.argv) != 3 or sys.argv[1] != "dvc-args":
+        raise SystemExit("usage: python -m ctxrep.config dvc-args PROFILE")
+    import shlex
+
+    print(" ".join(shlex.quote(a) for a in grid_args(sys.argv[2])))

@@ -62,28 +62,39 @@ def _numbers(d: dict, prefix: str = "") -> dict:
 
 
 @contextlib.contextmanager
-def stage(name: str, section: str, track: bool = True) -> Iterator[StageContext]:
-    """Validate params (before any work), open the MLflow run, print one line at the end."""
+def stage(name: str, section: str | None, track: bool = True,
+          logged_params: dict | None = None) -> Iterator[StageContext]:
+    """Validate params (before any work), open the MLflow run, print one line at the end.
+
+    ``section`` is the params section this stage reads (None: the stage validates its own,
+    e.g. transfer cells, and passes what to log as ``logged_params``). A :class:`ParamError`
+    anywhere exits with status 2 and the key named."""
     from ctxrep import tracking
 
     setup_logging()
     start = time.perf_counter()
     try:
         params = config.read_params()
-        sec = config.load_section(section, params=params)
+        sec = config.load_section(section, params=params) if section else None
     except config.ParamError as e:
         log.error("%s: bad params: %s", name, e)
         raise SystemExit(2) from e
     ctx = StageContext(name, params, sec)
     log.info("%s: profile '%s'", name, params["profile"])
-    if track:
-        with tracking.stage_run(name, {"profile": params["profile"],
-                                       section: config.as_dict(sec)}) as run:
-            ctx.run = run
+    logged = {"profile": params["profile"], **(logged_params or {})}
+    if sec is not None:
+        logged[section] = config.as_dict(sec)
+    try:
+        if track:
+            with tracking.stage_run(name, logged) as run:
+                ctx.run = run
+                yield ctx
+                run.log_metrics({"wall_s": time.perf_counter() - start})
+        else:
             yield ctx
-            run.log_metrics({"wall_s": time.perf_counter() - start})
-    else:
-        yield ctx
+    except config.ParamError as e:
+        log.error("%s: bad params: %s", name, e)
+        raise SystemExit(2) from e
     items = ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}"
                       for k, v in ctx._summary.items())
     print(f"[{name}] done in {time.perf_counter() - start:.1f} s: {items}", flush=True)

@@ -1,0 +1,283 @@
+"""Assemble the report: ``metrics/summary.json``, ``reports/report.md``, ``reports/figures/*.png``.
+
+:func:`build_report` is pure (inputs → text, summary and figures); :func:`write_report` puts
+them on disk atomically. Every sentence that judges a result is generated from the numbers
+(:mod:`ctxrep.report.findings`); nothing here knows the outcome in advance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from matplotlib.figure import Figure
+
+from ctxrep.io import atomic_dir, atomic_file, write_json
+from ctxrep.report import findings, plots
+from ctxrep.report.inputs import ReportInputs
+from ctxrep.report.published import BERT_PRETRAINING, ELMO_PRETRAINING
+from ctxrep.report.summary import summarise
+from ctxrep.report.tables import MISSING, TABLES, markdown_table, published_sources, results_table
+
+SUMMARY_PATH = Path("metrics/summary.json")
+REPORT_PATH = Path("reports/report.md")
+FIGURES_DIR = Path("reports/figures")
+
+
+@dataclass
+class Report:
+    summary: dict
+    markdown: str
+    figures: dict[str, Figure]     # file name under reports/figures/ -> figure
+
+
+# --------------------------------------------------------------------------------------------
+# small formatting helpers
+
+
+def _int(value) -> str:
+    return MISSING if value is None else f"{int(value):,}"
+
+
+def _float(value, fmt: str = ".1f") -> str:
+    return MISSING if value is None else format(value, fmt)
+
+
+def _pct(metrics: dict, key: str) -> str:
+    """A fraction in ``metrics`` shown in percent."""
+    value = metrics.get(key)
+    return MISSING if value is None else f"{100 * value:.1f}"
+
+
+def _seconds(value) -> str:
+    return MISSING if value is None else f"{value:,.1f} s"
+
+
+def _missing_file(path: str) -> str:
+    return f"_Not available: `{path}` is missing (its stage has not run)._"
+
+
+def _figure_link(name: str, caption: str) -> str:
+    return f"![{caption}](figures/{name})"
+
+
+# --------------------------------------------------------------------------------------------
+# sections
+
+
+def data_section(inputs: ReportInputs) -> str:
+    lines = ["## Data and models", ""]
+    corpus = inputs.corpus_manifest
+    if corpus is None:
+        lines.append(_missing_file("data/raw/corpus/MANIFEST.json"))
+    else:
+        if corpus.get("fallback"):
+            lines += [f"> **FALLBACK CORPUS:** {corpus['fallback']}", ""]
+        docs = sum((corpus.get("rows") or {}).values())
+        lines.append(f"- Corpus: **{corpus.get('dataset', MISSING)}** from source "
+                     f"`{corpus.get('source', MISSING)}`, {docs:,} documents.")
+    tok = inputs.tokenize
+    if tok is None:
+        lines.append("- " + _missing_file("metrics/tokenize.json"))
+    else:
+        lines.append(f"- Tokenized training text: {_int(tok.get('train_docs'))} documents, "
+                     f"{_int(tok.get('train_sentences'))} sentences, "
+                     f"{_int(tok.get('train_words'))} words = "
+                     f"{_int(tok.get('train_wordpieces'))} WordPieces (vocabulary "
+                     f"{_int(tok.get('wordpiece_vocab_size'))}); held-out "
+                     f"{_int(tok.get('validation_words'))} words; biLM word OOV rate "
+                     f"{_pct(tok, 'train_oov_rate')}%.")
+    lines += ["", task_table(inputs), "", *model_lines(inputs)]
+    return "\n".join(lines)
+
+
+def task_table(inputs: ReportInputs) -> str:
+    rows, unavailable = [], []
+    for task in inputs.tasks:
+        manifest = inputs.task_manifests.get(task)
+        if manifest is None:
+            rows.append([task, "not fetched", MISSING, MISSING])
+        elif not manifest.get("available", False):
+            rows.append([task, "**unavailable**", MISSING, MISSING])
+            unavailable.append(f"- `{task}` is unavailable: {manifest.get('reason', 'no reason given')}")
+        else:
+            sizes = ", ".join(f"{split} {n:,}" for split, n in (manifest.get("rows") or {}).items())
+            status = "available" + (" (fallback)" if manifest.get("fallback") else "")
+            rows.append([task, status, manifest.get("source", MISSING), sizes])
+    table = markdown_table(["task", "status", "source", "examples"], rows)
+    return "\n".join([table, "", *unavailable]).rstrip()
+
+
+def model_lines(inputs: ReportInputs) -> list[str]:
+    lines = []
+    bilm, bert = inputs.pretrain.get("bilm"), inputs.pretrain.get("bert")
+    if bilm is None:
+        lines.append("- biLM: " + _missing_file("metrics/pretrain_bilm.json"))
+    else:
+        lines.append(f"- biLM: {_int(bilm.get('params'))} parameters "
+                     f"({_int(bilm.get('params_without_softmax'))} without the softmax), "
+                     f"held-out perplexity forward {_float(bilm.get('val_ppl_forward'))}, "
+                     f"backward {_float(bilm.get('val_ppl_backward'))}, mean "
+                     f"{_float(bilm.get('val_ppl'))} (unigram model "
+                     f"{_float(bilm.get('unigram_ppl'))}; published biLM "
+                     f"{ELMO_PRETRAINING['mean_perplexity']}).")
+    if bert is None:
+        lines.append("- BERT: " + _missing_file("metrics/pretrain_bert.json"))
+    else:
+        lines.append(f"- BERT: {_int(bert.get('params'))} parameters, held-out MLM loss "
+                     f"{_float(bert.get('val_mlm_loss'), '.3f')}, MLM accuracy "
+                     f"{_pct(bert, 'val_mlm_acc')}% (most-frequent token "
+                     f"{_pct(bert, 'val_mlm_acc_most_frequent')}%), NSP accuracy "
+                     f"{_pct(bert, 'val_nsp_acc')}%.")
+    return lines
+
+
+def scale_section(inputs: ReportInputs) -> str:
+    """The published models' scale beside ours, one line each."""
+    bilm, bert = inputs.pretrain.get("bilm") or {}, inputs.pretrain.get("bert") or {}
+    ours_bilm = (f"ours saw {_int(bilm.get('train_tokens'))} tokens with "
+                 f"{_int(bilm.get('params'))} parameters" if bilm else "ours has not been trained")
+    ours_bert = (f"ours is a {_int(bert.get('params'))}-parameter model that saw "
+                 f"{_int(bert.get('train_tokens'))} tokens" if bert else "ours has not been trained")
+    sizes = " / ".join(f"{name} {size}" for name, size in BERT_PRETRAINING["sizes"].items())
+    return "\n".join([
+        "## Scale: the papers vs this run", "",
+        f"- ELMo's biLM was trained on the {ELMO_PRETRAINING['corpus']} "
+        f"({ELMO_PRETRAINING['architecture']}); {ours_bilm}. "
+        f"(seed `{ELMO_PRETRAINING['seed_file']}`)",
+        f"- BERT was pretrained on {BERT_PRETRAINING['corpus']} ({sizes}); {ours_bert}. "
+        f"(seed `{BERT_PRETRAINING['seed_file']}`)",
+        "",
+        "Published numbers come from models and corpora orders of magnitude larger and from the "
+        "papers' own task architectures and test sets; they show the direction of each effect, "
+        "not a target for these absolute scores.",
+    ])
+
+
+def ledger_section(inputs: ReportInputs) -> str:
+    rows = []
+    tok = inputs.tokenize
+    if tok is not None:
+        rows.append(["tokenize", f"{_int(tok.get('train_words'))} words", MISSING, MISSING,
+                     MISSING])
+    for model, stage_name in (("bilm", "pretrain_bilm"), ("bert", "pretrain_bert")):
+        m = inputs.pretrain.get(model)
+        if m is not None:
+            flops = m.get("train_flops")
+            rows.append([stage_name, f"{_int(m.get('train_tokens'))} tokens",
+                         _seconds(m.get("train_seconds")), _int(m.get("params")),
+                         MISSING if flops is None else f"{flops:.2e}"])
+    for method in inputs.methods:
+        cells = [c[method] for c in inputs.transfer.values() if method in c]
+        if cells:
+            examples = sum(c.train_examples or 0 for c in cells)
+            seconds = [c.seconds for c in cells if c.seconds is not None]
+            rows.append([f"transfer {method} ({len(cells)} tasks)",
+                         f"{examples:,} train examples",
+                         _seconds(sum(seconds)) if seconds else MISSING, MISSING, MISSING])
+    if not rows:
+        return "## Compute ledger\n\n_No stage has written metrics yet._"
+    table = markdown_table(["stage", "data seen", "wall time", "parameters", "est. FLOPs"], rows)
+    return "## Compute ledger\n\n" + table
+
+
+def results_section(inputs: ReportInputs) -> str:
+    parts = ["## Transfer results", "",
+             "Mean ± standard deviation over seeds (number of seeds in parentheses), in percent "
+             "(accuracy / F1 × 100; SQuAD F1 as published). Evaluated on each task's "
+             "validation split. \"—\": not run or not published."]
+    for spec in TABLES:
+        parts += ["", f"### {spec.title}", "", spec.question, "",
+                  results_table(spec, inputs.tasks, inputs.transfer)]
+        sources = published_sources(spec, inputs.tasks)
+        if sources:
+            parts += ["", "Published numbers:", "", *(f"- {line}" for line in sources)]
+    return "\n".join(parts)
+
+
+def findings_section(inputs: ReportInputs) -> str:
+    found = (findings.transfer_findings(inputs.tasks, inputs.transfer)
+             + findings.pretraining_findings(inputs.pretrain)
+             + findings.probe_findings(inputs.probes.get("bilm")))
+    parts = ["## What reproduced at this scale", ""]
+    if not found:
+        return "\n".join(parts + ["_No comparison can be made yet: the cells it needs are "
+                                  "missing._"])
+    failed = [f.sentence for f in found if not f.reproduced]
+    held = [f.sentence for f in found if f.reproduced]
+    parts += ["### Did not reproduce", ""]
+    parts += [f"- {s}" for s in failed] or ["- Every comparison below went the papers' way."]
+    parts += ["", "### Reproduced", ""]
+    parts += [f"- {s}" for s in held] or ["- None."]
+    return "\n".join(parts)
+
+
+def probe_section(inputs: ReportInputs, figures: dict) -> str:
+    parts = ["## Probing: what each layer encodes", ""]
+    fig = plots.probe_curves(inputs.probes)
+    if fig is None:
+        return "\n".join(parts + [_missing_file("metrics/probe/<model>.json")])
+    figures["probe_layers.png"] = fig
+    parts += ["A linear probe trained on each layer alone (validation score, layer 0 = the "
+              "context-free token layer).", "", _figure_link("probe_layers.png", "probe scores"),
+              ""]
+    rows = []
+    for model, probe in inputs.probes.items():
+        for task, entry in (probe or {}).get("tasks", {}).items():
+            scores = (", ".join(f"{100 * s:.1f}" for s in entry["layers"]) if "layers" in entry
+                      else f"skipped: {entry.get('skipped', '')}")
+            rows.append([model, task, entry.get("metric", MISSING), scores])
+    return "\n".join(parts + [markdown_table(["model", "task", "metric", "per layer (%)"], rows)])
+
+
+def mix_section(inputs: ReportInputs, figures: dict) -> str:
+    parts = ["## Learned scalar-mix weights", "",
+             "softmax(s) per layer, mean over seeds (layer 0 = the token layer)."]
+    shown = False
+    for task in inputs.tasks:
+        fig = plots.mix_weights(task, inputs.transfer.get(task, {}))
+        if fig is not None:
+            name = f"mix_weights_{task}.png"
+            figures[name] = fig
+            parts += ["", _figure_link(name, f"{task} scalar-mix weights")]
+            shown = True
+    if not shown:
+        parts += ["", "_No learned mix weights yet (no elmo / elmo-io / bert-feature cells)._"]
+    return "\n".join(parts)
+
+
+def loss_section(inputs: ReportInputs, figures: dict) -> str:
+    fig = plots.loss_curves(inputs.curves)
+    if fig is None:
+        return "## Pretraining loss\n\n" + _missing_file("metrics/pretrain_<model>_curve.tsv")
+    figures["pretraining_loss.png"] = fig
+    return "## Pretraining loss\n\n" + _figure_link("pretraining_loss.png", "pretraining loss")
+
+
+def neighbors_section(inputs: ReportInputs) -> str:
+    if inputs.neighbors is None:
+        return "## Contextual neighbours\n\n" + _missing_file("reports/neighbors.md")
+    return "## Contextual neighbours\n\n" + inputs.neighbors.rstrip()
+
+
+def build_report(inputs: ReportInputs, profile: str | None = None) -> Report:
+    figures: dict[str, Figure] = {}
+    header = "# ctxrep: ELMo and BERT reproduced at small scale"
+    if profile:
+        header += f"\n\nParams profile: `{profile}`."
+    sections = [header, data_section(inputs), scale_section(inputs), ledger_section(inputs),
+                results_section(inputs), findings_section(inputs), probe_section(inputs, figures),
+                mix_section(inputs, figures), loss_section(inputs, figures),
+                neighbors_section(inputs)]
+    return Report(summarise(inputs.transfer), "\n\n".join(sections) + "\n", figures)
+
+
+def write_report(report: Report, root: Path | str = ".") -> None:
+    """summary.json, report.md and the figures directory (replaced whole), each atomically."""
+    root = Path(root)
+    write_json(root / SUMMARY_PATH, report.summary)
+    with atomic_dir(root / FIGURES_DIR) as tmp:
+        for name, fig in sorted(report.figures.items()):
+            plots.save_png(fig, tmp / name)
+    with atomic_file(root / REPORT_PATH) as f:
+        f.write(report.markdown)

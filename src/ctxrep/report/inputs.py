@@ -1,0 +1,204 @@
+"""Read every input of the report: small JSON / TSV files, any of which may be missing.
+
+A missing file is ``None`` (the report says what is missing); a file that exists but cannot be
+read as expected raises :class:`ReportInputError` naming it, so a broken upstream output never
+turns silently into a "—".
+
+Paths (relative to the repo root):
+
+    metrics/tokenize.json, metrics/pretrain_bilm.json, metrics/pretrain_bert.json
+    metrics/pretrain_{bilm,bert}_curve.tsv            header: step  train_loss  lr
+    metrics/transfer/<task>/<method>.json             one transfer cell (see TransferResult)
+    metrics/probe/<model>.json                        per-layer probe scores
+    data/raw/corpus/MANIFEST.json, data/raw/tasks/<task>/MANIFEST.json
+    reports/neighbors.md                              contextual-neighbours text, verbatim
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PRETRAIN_MODELS = ("bilm", "bert")
+PROBE_MODELS = ("bilm", "bert")
+
+
+class ReportInputError(ValueError):
+    """An input file exists but is malformed."""
+
+    def __init__(self, path: Path, problem: str):
+        self.path = path
+        super().__init__(f"{path}: {problem}")
+
+
+def read_json(path: Path) -> dict | None:
+    """The JSON object in ``path``; ``None`` when the file does not exist."""
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ReportInputError(path, f"not valid JSON ({e})") from e
+    if not isinstance(data, dict):
+        raise ReportInputError(path, f"expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def require(data: dict, path: Path, *keys: str) -> None:
+    missing = [k for k in keys if k not in data]
+    if missing:
+        raise ReportInputError(path, f"missing key(s) {missing}")
+
+
+def number(value, path: Path, key: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ReportInputError(path, f"'{key}' = {value!r}: expected a number")
+    return float(value)
+
+
+@dataclass
+class Curve:
+    """A pretraining loss curve."""
+
+    steps: list[int]
+    train_loss: list[float]
+
+
+def read_curve(path: Path) -> Curve | None:
+    """``step<TAB>train_loss<TAB>lr`` rows; ``None`` when the file does not exist."""
+    if not path.exists():
+        return None
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f, delimiter="\t"))
+    if not rows or rows[0][:2] != ["step", "train_loss"]:
+        raise ReportInputError(path, "expected the header 'step<TAB>train_loss<TAB>lr'")
+    curve = Curve([], [])
+    for line, row in enumerate(rows[1:], start=2):
+        try:
+            curve.steps.append(int(row[0]))
+            curve.train_loss.append(float(row[1]))
+        except (IndexError, ValueError) as e:
+            raise ReportInputError(path, f"line {line}: expected an integer step and a loss, "
+                                         f"got {row!r}") from e
+    return curve
+
+
+@dataclass
+class TransferResult:
+    """One ``metrics/transfer/<task>/<method>.json`` cell."""
+
+    task: str
+    method: str
+    metric: str                     # metric module, e.g. "squad"
+    primary: str                    # key of the headline number, e.g. "f1"
+    mean: float
+    std: float
+    n_seeds: int
+    mix_weights: dict[str, list[list[float]]] = field(default_factory=dict)
+    train_examples: int | None = None
+    seconds: float | None = None
+
+
+def read_transfer(path: Path) -> TransferResult:
+    data = read_json(path)
+    require(data, path, "task", "method", "metric", "primary", "seeds", "scores")
+    task, method = path.parent.name, path.stem
+    if (data["task"], data["method"]) != (task, method):
+        raise ReportInputError(path, f"holds task/method {data['task']!r}/{data['method']!r}, "
+                                     f"but its path says {task!r}/{method!r}")
+    primary = data["primary"]
+    scores = data["scores"].get(primary) if isinstance(data["scores"], dict) else None
+    if not isinstance(scores, dict):
+        raise ReportInputError(path, f"scores has no entry for the primary metric {primary!r}")
+    require(scores, path, "mean", "std")
+    mix = read_mix_weights(data.get("mix_weights"), path)
+    seconds = data.get("seconds")
+    return TransferResult(
+        task=task, method=method, metric=data["metric"], primary=primary,
+        mean=number(scores["mean"], path, f"scores.{primary}.mean"),
+        std=number(scores["std"], path, f"scores.{primary}.std"),
+        n_seeds=len(data["seeds"]), mix_weights=mix, train_examples=data.get("train_examples"),
+        seconds=None if seconds is None else number(seconds, path, "seconds"))
+
+
+def read_mix_weights(mix, path: Path) -> dict[str, list[list[float]]]:
+    """``{position: [[weight per layer] per seed]}``; a position whose seeds are all ``null``
+    (a method without a learned mix, e.g. ``static``) is dropped."""
+    if mix is None:
+        return {}
+    expected = "mix_weights: expected {position: [[weight per layer] or null, per seed]}"
+    if not isinstance(mix, dict) or not all(isinstance(rows, list) for rows in mix.values()):
+        raise ReportInputError(path, expected)
+    out = {}
+    for position, rows in mix.items():
+        if all(row is None for row in rows):
+            continue
+        if not rows or not all(_is_vector(row) for row in rows):
+            raise ReportInputError(path, f"{expected}; got {rows!r} for {position!r}")
+        out[position] = rows
+    return out
+
+
+def _is_vector(row) -> bool:
+    return (isinstance(row, list) and bool(row)
+            and all(isinstance(w, (int, float)) and not isinstance(w, bool) for w in row))
+
+
+def read_probe(path: Path) -> dict | None:
+    """``{"model", "tasks": {task: {"metric", "layers": [...]} or {"skipped": why}}}``."""
+    data = read_json(path)
+    if data is None:
+        return None
+    require(data, path, "model", "tasks")
+    for task, entry in data["tasks"].items():
+        if "skipped" in entry:
+            continue
+        require(entry, path, "metric", "layers")
+        for j, score in enumerate(entry["layers"]):
+            number(score, path, f"tasks.{task}.layers[{j}]")
+    return data
+
+
+@dataclass
+class ReportInputs:
+    tasks: list[str]
+    methods: list[str]
+    tokenize: dict | None
+    pretrain: dict[str, dict | None]          # model -> metrics/pretrain_<model>.json
+    curves: dict[str, Curve | None]           # model -> loss curve
+    transfer: dict[str, dict[str, TransferResult]]   # task -> method -> cell
+    probes: dict[str, dict | None]            # model -> metrics/probe/<model>.json
+    corpus_manifest: dict | None
+    task_manifests: dict[str, dict | None]
+    neighbors: str | None
+
+
+def read_transfer_grid(root: Path, tasks: list[str], methods: list[str]) -> dict:
+    """task -> method -> result, for the cells whose file exists."""
+    grid = {}
+    for task in tasks:
+        cells = {m: read_transfer(p) for m in methods
+                 if (p := root / "metrics" / "transfer" / task / f"{m}.json").exists()}
+        if cells:
+            grid[task] = cells
+    return grid
+
+
+def load_inputs(root: Path | str, tasks: list[str], methods: list[str]) -> ReportInputs:
+    """Everything the report reads, from the repo at ``root``."""
+    root = Path(root)
+    metrics = root / "metrics"
+    neighbors = root / "reports" / "neighbors.md"
+    return ReportInputs(
+        tasks=list(tasks), methods=list(methods),
+        tokenize=read_json(metrics / "tokenize.json"),
+        pretrain={m: read_json(metrics / f"pretrain_{m}.json") for m in PRETRAIN_MODELS},
+        curves={m: read_curve(metrics / f"pretrain_{m}_curve.tsv") for m in PRETRAIN_MODELS},
+        transfer=read_transfer_grid(root, tasks, methods),
+        probes={m: read_probe(metrics / "probe" / f"{m}.json") for m in PROBE_MODELS},
+        corpus_manifest=read_json(root / "data" / "raw" / "corpus" / "MANIFEST.json"),
+        task_manifests={t: read_json(root / "data" / "raw" / "tasks" / t / "MANIFEST.json")
+                        for t in tasks},
+        neighbors=neighbors.read_text() if neighbors.exists() else None)

@@ -1,0 +1,86 @@
+"""Markdown tables: the papers' Tables 1-3 as analogs over our tasks, with published numbers.
+
+Scores are shown in percent (accuracy and F1 × 100; SQuAD F1 already is), as the papers do, as
+``mean ± std (n)`` over ``n`` seeds. A cell that was not run shows "—".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ctxrep.report.inputs import TransferResult
+from ctxrep.report.published import PUBLISHED, published
+
+MISSING = "—"
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    key: str                      # key in published.PUBLISHED
+    title: str
+    methods: tuple[str, ...]
+    question: str
+
+
+TABLES = (
+    TableSpec("table1", "Table 1 analog: context-free vs contextual representations",
+              ("static", "elmo", "bert-feature", "bert-finetune", "bert-scratch"),
+              "Does a pretrained contextual representation beat the context-free one?"),
+    TableSpec("table2", "Table 2 analog: which biLM layers to use",
+              ("elmo-last", "elmo-avg", "elmo"),
+              "Top layer only, an equal average of all layers, or learned layer weights?"),
+    TableSpec("table3", "Table 3 analog: where ELMo enters the task model",
+              ("elmo", "elmo-io"),
+              "ELMo at the task encoder's input only, or at its input and output?"),
+)
+
+
+def percent_scale(metric: str) -> float:
+    """Factor that turns a metric's value into percent (SQuAD's F1 already is one)."""
+    return 1.0 if metric == "squad" else 100.0
+
+
+def fmt_score(cell: TransferResult, decimals: int = 1) -> str:
+    """``mean ± std (n)`` in percent; no ± for a single seed."""
+    scale = percent_scale(cell.metric)
+    mean = f"{cell.mean * scale:.{decimals}f}"
+    if cell.n_seeds > 1:
+        mean += f" ± {cell.std * scale:.{decimals}f}"
+    return f"{mean} ({cell.n_seeds})"
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def published_methods(spec: TableSpec) -> list[str]:
+    """The methods of ``spec`` with at least one published number, in the table's order."""
+    have = {m for cells in PUBLISHED.get(spec.key, {}).values() for m in cells}
+    return [m for m in spec.methods if m in have]
+
+
+def results_table(spec: TableSpec, tasks: list[str],
+                  transfer: dict[str, dict[str, TransferResult]]) -> str:
+    """Our cells per task and method, then the published numbers of the same cells."""
+    paper = published_methods(spec)
+    header = ["task", "metric", *spec.methods, *(f"paper: {m}" for m in paper)]
+    rows = []
+    for task in tasks:
+        cells = transfer.get(task, {})
+        metric = next((c.primary for c in cells.values()), MISSING)
+        ours = [fmt_score(cells[m]) if m in cells else MISSING for m in spec.methods]
+        theirs = [str(p) if (p := published(spec.key, task, m)) else MISSING for m in paper]
+        rows.append([task, metric, *ours, *theirs])
+    return markdown_table(header, rows)
+
+
+def published_sources(spec: TableSpec, tasks: list[str]) -> list[str]:
+    """One line per published number shown in the table: its paper, table and seed file."""
+    lines = []
+    for task in tasks:
+        for method, number in PUBLISHED.get(spec.key, {}).get(task, {}).items():
+            lines.append(f"{task} / {method}: {number} — {number.source} "
+                         f"(from seed `{number.seed_file}`)")
+    return lines

@@ -1,0 +1,47 @@
+"""Task data as transfer sees it: the canonical splits, subsampled the same way everywhere."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from ctxrep.data import registry
+
+SUBSAMPLE_SEED = 1234  # fixed: extract and every transfer cell must pick the same examples
+
+
+class TaskUnavailable(RuntimeError):
+    pass
+
+
+def task_dir(task: str) -> Path:
+    return Path("data/raw/tasks") / task
+
+
+def load_task(task: str, common) -> dict:
+    """{"train": Dataset, <eval_split>: Dataset}, subsampled by ``transfer.common``."""
+    import datasets
+
+    manifest_path = task_dir(task) / "MANIFEST.json"
+    if not manifest_path.exists():
+        raise FileNotFoundError(f"{manifest_path}: missing; run fetch_tasks@{task} first")
+    manifest = json.loads(manifest_path.read_text())
+    if not manifest.get("available"):
+        raise TaskUnavailable(manifest.get("reason", f"task {task} is unavailable"))
+    dd = datasets.load_from_disk(str(task_dir(task) / "dataset"))
+    eval_split = common.eval_split if common.eval_split in dd else "validation"
+    return {"train": subsample(dd["train"], common.max_train_examples),
+            eval_split: subsample(dd[eval_split], common.max_eval_examples)}
+
+
+def subsample(dataset, n: int):
+    if not n or n >= len(dataset):
+        return dataset
+    order = np.random.default_rng(SUBSAMPLE_SEED).permutation(len(dataset))[:n]
+    return dataset.select(sorted(order.tolist()))
+
+
+def spec(task: str):
+    return registry.TASKS[task]

@@ -1,0 +1,93 @@
+"""Frozen per-word layer features from the biLM (2L+1 → L+1 mixed-width layers) or BERT (L+1).
+
+ELMo: layer 0 is the char-CNN token layer duplicated to 2P, layers 1..L the [forward; backward]
+LSTM states. BERT: the embedding output and every encoder layer, one vector per *word*: its
+first sub-word or the mean of its sub-words (``extract.bert_subword_pooling``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ctxrep.transfer.features import FIELDS, FieldWriter, task_words
+
+log = logging.getLogger(__name__)
+
+
+class ElmoFeaturizer:
+    def __init__(self, model_dir: Path, device):
+        from ctxrep.models.elmo import Elmo
+
+        self.elmo = Elmo.from_pretrained(model_dir, device=device)
+        self.n_layers, self.dim = self.elmo.num_output_layers, self.elmo.output_dim
+
+    @torch.no_grad()
+    def __call__(self, batch_words: list[list[str]]) -> list[np.ndarray]:
+        out = self.elmo([w if w else ["."] for w in batch_words])  # an empty text gets one token
+        layers = out.layers.float().cpu().numpy()
+        return [layers[i, :, :len(w)] for i, w in enumerate(batch_words)]
+
+
+class BertFeaturizer:
+    def __init__(self, model_dir: Path, device, pooling: str, max_seq_len: int):
+        from transformers import AutoTokenizer
+
+        from ctxrep.models.bert_hf import load_pretrained
+
+        self.model = load_pretrained(model_dir).bert.to(device).eval()
+        self.tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+        self.device, self.pooling = device, pooling
+        self.max_len = min(max_seq_len, self.model.config.max_position_embeddings)
+        self.n_layers = self.model.config.num_hidden_layers + 1
+        self.dim = self.model.config.hidden_size
+        self.truncated_words = 0
+
+    @torch.no_grad()
+    def __call__(self, batch_words: list[list[str]]) -> list[np.ndarray]:
+        enc = self.tokenizer([w if w else ["."] for w in batch_words], is_split_into_words=True,
+                             truncation=True, max_length=self.max_len, padding=True,
+                             return_tensors="pt")
+        out = self.model(enc["input_ids"].to(self.device), enc["token_type_ids"].to(self.device),
+                         enc["attention_mask"].to(self.device), output_hidden_states=True)
+        hidden = torch.stack(out.hidden_states, dim=1).float().cpu()  # (B, L+1, T, H)
+        results = []
+        for i, words in enumerate(batch_words):
+            word_ids = enc.word_ids(i)
+            feats = torch.zeros(self.n_layers, len(words), self.dim)
+            counts = torch.zeros(len(words))
+            for pos, w in enumerate(word_ids):
+                if w is None or w >= len(words):
+                    continue
+                if self.pooling == "first" and counts[w] > 0:
+                    continue
+                feats[:, w] += hidden[i, :, pos]
+                counts[w] += 1
+            self.truncated_words += int((counts == 0).sum()) if words else 0
+            feats /= counts.clamp_min(1)[None, :, None]
+            results.append(feats.numpy())
+        return results
+
+
+def extract_task(featurize, task_splits: dict, kind: str, out_dir: Path, batch_size: int) -> dict:
+    """Write every split × field of one task; return its meta."""
+    from tqdm.auto import tqdm
+
+    meta = {"n_layers": featurize.n_layers, "dim": featurize.dim, "fields": list(FIELDS[kind]),
+            "splits": {}}
+    for split, dataset in task_splits.items():
+        meta["splits"][split] = {"examples": len(dataset)}
+        for field in FIELDS[kind]:
+            writer = FieldWriter(out_dir, split, field)
+            words = [task_words(ex, field) for ex in dataset.select_columns([field])]
+            for start in tqdm(range(0, len(words), batch_size), desc=f"{out_dir.name}/{split}.{field}",
+                              unit="batch", leave=False):
+                for layers in featurize(words[start:start + batch_size]):
+                    writer.add(layers)
+            meta["splits"][split][f"{field}_words"] = writer.close()
+    (out_dir / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True))
+    return meta

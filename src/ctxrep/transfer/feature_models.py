@@ -1,0 +1,181 @@
+"""Feature-based task models: frozen layer features → ScalarMix → task BiLSTM → head.
+
+As in Peters et al. (2018, §3.3), the contextual vector of word k is mixed from the layers,
+
+    ELMo_k = γ Σ_j softmax(s)_j h_{k,j}
+
+and concatenated with a context-free representation of the word (here layer 0, the model's own
+token layer) before the task encoder; ``elmo-io`` also concatenates a second mix, with its own
+weights, to the encoder's output. Methods differ only in how the layers are combined:
+
+    static        layer 0 only (no context)
+    elmo-last     the top layer
+    elmo-avg      an equal, fixed mix
+    elmo          a learned mix (with λ·‖s − mean s‖² pulling it toward equal)
+    elmo-io       learned mixes at the encoder's input and output
+    bert-feature  a learned mix over BERT's L+1 layers (same model, other features)
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from ctxrep.models.scalar_mix import ScalarMix
+
+
+class LayerCombiner(nn.Module):
+    """(B, N, T, D) layers → (B, T, D) per the method; ``weights()`` for the report."""
+
+    def __init__(self, method: str, n_layers: int, layer_norm: bool):
+        super().__init__()
+        self.method = method
+        self.mix = None
+        if method in ("elmo", "elmo-io", "bert-feature"):
+            self.mix = ScalarMix(n_layers, do_layer_norm=layer_norm)
+        elif method == "elmo-avg":
+            self.mix = ScalarMix(n_layers, do_layer_norm=layer_norm, trainable=False)
+
+    def forward(self, layers: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        if self.method == "static":
+            return layers[:, 0]
+        if self.method == "elmo-last":
+            return layers[:, -1]
+        return self.mix(layers, mask)
+
+    def penalty(self, coef: float) -> torch.Tensor:
+        if self.mix is None or not self.mix.scalars.requires_grad:
+            return torch.zeros(())
+        return self.mix.penalty(coef)
+
+    def weights(self) -> list[float] | None:
+        return None if self.mix is None else [round(float(w), 6) for w in self.mix.weights()]
+
+
+class FeatureEncoder(nn.Module):
+    """[combined layers; layer 0] → dropout → BiLSTM (→ [states; output mix] for elmo-io)."""
+
+    def __init__(self, method: str, n_layers: int, dim: int, hidden: int, n_rnn_layers: int,
+                 dropout: float, layer_norm: bool):
+        super().__init__()
+        self.method = method
+        self.input_mix = LayerCombiner(method, n_layers, layer_norm)
+        in_dim = dim if method == "static" else 2 * dim
+        self.dropout = nn.Dropout(dropout)
+        self.rnn = nn.LSTM(in_dim, hidden, num_layers=n_rnn_layers, batch_first=True,
+                           bidirectional=True, dropout=dropout if n_rnn_layers > 1 else 0.0)
+        self.output_mix = LayerCombiner("elmo", n_layers, layer_norm) if method == "elmo-io" else None
+        self.out_dim = 2 * hidden + (dim if self.output_mix is not None else 0)
+
+    def forward(self, layers: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """layers (B, N, T, D), mask (B, T) → (B, T, out_dim), zero at padding."""
+        x = self.input_mix(layers, mask)
+        if self.method != "static":
+            x = torch.cat([x, layers[:, 0]], dim=-1)
+        lengths = mask.sum(1).clamp_min(1).cpu()
+        packed = pack_padded_sequence(self.dropout(x), lengths, batch_first=True,
+                                      enforce_sorted=False)
+        states, _ = pad_packed_sequence(self.rnn(packed)[0], batch_first=True,
+                                        total_length=x.shape[1])
+        if self.output_mix is not None:
+            states = torch.cat([states, self.output_mix(layers, mask)], dim=-1)
+        return self.dropout(states) * mask[..., None]
+
+    def penalty(self, coef: float) -> torch.Tensor:
+        p = self.input_mix.penalty(coef)
+        return p + self.output_mix.penalty(coef) if self.output_mix is not None else p
+
+    def mix_weights(self) -> dict:
+        out = {"input": self.input_mix.weights()}
+        if self.output_mix is not None:
+            out["output"] = self.output_mix.weights()
+        return out
+
+
+def pool(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Max- and mean-pool over real positions: (B, T, H) → (B, 2H)."""
+    m = mask[..., None]
+    mx = states.masked_fill(~m, float("-inf")).amax(1).nan_to_num(0.0, neginf=0.0)
+    mean = (states * m).sum(1) / m.sum(1).clamp_min(1)
+    return torch.cat([mx, mean], dim=-1)
+
+
+def pair_features(u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """[u; v; |u − v|; u * v], the standard sentence-pair matching vector."""
+    return torch.cat([u, v, (u - v).abs(), u * v], dim=-1)
+
+
+def mlp(in_dim: int, hidden: int, out_dim: int, dropout: float) -> nn.Sequential:
+    return nn.Sequential(nn.Linear(in_dim, hidden), nn.ReLU(), nn.Dropout(dropout),
+                         nn.Linear(hidden, out_dim))
+
+
+class SentenceClassifier(nn.Module):
+    """Pooled encoder states → MLP → label logits."""
+
+    def __init__(self, encoder: FeatureEncoder, n_labels: int, hidden: int, dropout: float):
+        super().__init__()
+        self.encoder, self.head = encoder, mlp(2 * encoder.out_dim, hidden, n_labels, dropout)
+
+    def forward(self, batch: dict) -> torch.Tensor:
+        return self.head(pool(self.encoder(batch["layers"], batch["mask"]), batch["mask"]))
+
+
+class PairClassifier(nn.Module):
+    """Both texts through one encoder, pooled to u, v → MLP([u; v; |u−v|; u*v])."""
+
+    def __init__(self, encoder: FeatureEncoder, n_labels: int, hidden: int, dropout: float):
+        super().__init__()
+        self.encoder, self.head = encoder, mlp(8 * encoder.out_dim, hidden, n_labels, dropout)
+
+    def forward(self, batch: dict) -> torch.Tensor:
+        u = pool(self.encoder(batch["layers"], batch["mask"]), batch["mask"])
+        v = pool(self.encoder(batch["layers2"], batch["mask2"]), batch["mask2"])
+        return self.head(pair_features(u, v))
+
+
+class Tagger(nn.Module):
+    """A softmax over tags at every word."""
+
+    def __init__(self, encoder: FeatureEncoder, n_tags: int):
+        super().__init__()
+        self.encoder, self.head = encoder, nn.Linear(encoder.out_dim, n_tags)
+
+    def forward(self, batch: dict) -> torch.Tensor:
+        return self.head(self.encoder(batch["layers"], batch["mask"]))  # (B, T, n_tags)
+
+
+class WordInContextClassifier(nn.Module):
+    """The target word's encoder state in each sentence → MLP([u; v; |u−v|; u*v])."""
+
+    def __init__(self, encoder: FeatureEncoder, hidden: int, dropout: float):
+        super().__init__()
+        self.encoder, self.head = encoder, mlp(4 * encoder.out_dim, hidden, 2, dropout)
+
+    def forward(self, batch: dict) -> torch.Tensor:
+        rows = torch.arange(batch["mask"].shape[0])
+        u = self.encoder(batch["layers"], batch["mask"])[rows, batch["target"]]
+        v = self.encoder(batch["layers2"], batch["mask2"])[rows, batch["target2"]]
+        return self.head(pair_features(u, v))
+
+
+class SpanPointer(nn.Module):
+    """Start/end pointers over the context's encoder states, conditioned on the pooled question:
+    logits_i = w · [c_i; c_i * q] for start and end separately."""
+
+    def __init__(self, encoder: FeatureEncoder):
+        super().__init__()
+        d = encoder.out_dim
+        self.encoder = encoder
+        self.question = nn.Linear(2 * d, d)
+        self.start, self.end = nn.Linear(2 * d, 1), nn.Linear(2 * d, 1)
+
+    def forward(self, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
+        q = self.question(pool(self.encoder(batch["layers"], batch["mask"]), batch["mask"]))
+        c = self.encoder(batch["layers2"], batch["mask2"])
+        x = torch.cat([c, c * q[:, None]], dim=-1)
+        neg = torch.finfo(x.dtype).min
+        start = self.start(x).squeeze(-1).masked_fill(~batch["mask2"], neg)
+        end = self.end(x).squeeze(-1).masked_fill(~batch["mask2"], neg)
+        return start, end

@@ -1,0 +1,187 @@
+"""Training and evaluating a feature-based task model with the shared loop."""
+
+from __future__ import annotations
+
+import math
+import random
+from bisect import bisect_right
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from ctxrep.pretraining.loop import LoopConfig, train
+from ctxrep.transfer import feature_models as M
+from ctxrep.transfer.features import FIELDS, FeatureStore, words_with_spans
+from ctxrep.transfer.scoring import score
+
+MAX_ANSWER_WORDS = 30
+
+
+def word_at(spans: list[tuple[int, int]], char: int) -> int:
+    """Index of the word whose span contains (or first follows) character ``char``."""
+    starts = [s for s, _ in spans]
+    i = max(0, bisect_right(starts, char) - 1)
+    return i if i < len(spans) else len(spans) - 1
+
+
+def build_model(kind: str, method: str, n_layers: int, dim: int, n_labels: int, p) -> nn.Module:
+    encoder = M.FeatureEncoder(method, n_layers, dim, p.encoder_hidden, p.encoder_layers,
+                               p.dropout, p.layer_norm)
+    hidden = p.encoder_hidden
+    if kind == "classification":
+        return M.SentenceClassifier(encoder, n_labels, hidden, p.dropout)
+    if kind == "pair_classification":
+        return M.PairClassifier(encoder, n_labels, hidden, p.dropout)
+    if kind == "tagging":
+        return M.Tagger(encoder, n_labels)
+    if kind == "word_in_context":
+        return M.WordInContextClassifier(encoder, hidden, p.dropout)
+    if kind == "span_qa":
+        return M.SpanPointer(encoder)
+    raise ValueError(f"unknown task kind {kind!r}")
+
+
+class FeatureTaskObjective:
+    """The loop's Objective for one (task, method, seed) cell."""
+
+    def __init__(self, model, kind: str, store: FeatureStore, splits: dict, eval_split: str,
+                 metric: str, p, seed: int):
+        self.model, self.kind, self.p, self.seed, self.metric = model, kind, p, seed, metric
+        self.splits, self.eval_split = splits, eval_split
+        fields = FIELDS[kind]
+        self.features = {s: [store.field(s, f) for f in fields] for s in splits}
+        self.targets = {s: self._targets(s) for s in splits}
+        n = len(splits["train"])
+        if n == 0:
+            raise ValueError("the train split is empty")
+
+    def _targets(self, split: str):
+        ds = self.splits[split]
+        if self.kind in ("classification", "pair_classification"):
+            return list(ds["label"])
+        if self.kind == "tagging":
+            return list(ds["tags"])
+        if self.kind == "word_in_context":
+            out = []
+            for ex in ds:
+                t1 = word_at(words_with_spans(ex["sentence1"])[1], ex["start1"])
+                t2 = word_at(words_with_spans(ex["sentence2"])[1], ex["start2"])
+                out.append((t1, t2, ex["label"]))
+            return out
+        out = []  # span_qa: (start word, end word) of the first answer, and the word spans
+        for ex in ds:
+            spans = words_with_spans(ex["context"])[1]
+            s = ex["answers"]["answer_start"][0]
+            e = s + len(ex["answers"]["text"][0]) - 1
+            out.append((word_at(spans, s), word_at(spans, e), spans))
+        return out
+
+    # -- the loop's protocol
+
+    def plan(self, epoch: int) -> list[list[int]]:
+        order = list(range(len(self.splits["train"])))
+        random.Random(self.seed * 7_919 + epoch).shuffle(order)
+        bs = self.p.batch_size
+        return [order[i:i + bs] for i in range(0, len(order), bs)]
+
+    def _pad(self, field, indices) -> tuple[torch.Tensor, torch.Tensor]:
+        items = [field[i] for i in indices]
+        t = max(1, max(x.shape[1] for x in items))
+        layers = np.zeros((len(items), field.n_layers, t, field.dim), dtype=np.float32)
+        mask = np.zeros((len(items), t), dtype=bool)
+        for b, x in enumerate(items):
+            layers[b, :, :x.shape[1]] = x
+            mask[b, :x.shape[1]] = True
+        return torch.from_numpy(layers), torch.from_numpy(mask)
+
+    def _batch(self, split: str, indices: list[int]) -> dict:
+        feats = self.features[split]
+        batch = {}
+        batch["layers"], batch["mask"] = self._pad(feats[0], indices)
+        if len(feats) > 1:
+            batch["layers2"], batch["mask2"] = self._pad(feats[1], indices)
+        targets = [self.targets[split][i] for i in indices]
+        if self.kind in ("classification", "pair_classification"):
+            batch["labels"] = torch.tensor(targets)
+        elif self.kind == "tagging":
+            labels = torch.full(batch["mask"].shape, -100, dtype=torch.long)
+            for b, tags in enumerate(targets):
+                labels[b, :len(tags)] = torch.tensor(tags)
+            batch["labels"] = labels
+        elif self.kind == "word_in_context":
+            batch["target"] = torch.tensor([t[0] for t in targets])
+            batch["target2"] = torch.tensor([t[1] for t in targets])
+            batch["labels"] = torch.tensor([t[2] for t in targets])
+        else:
+            batch["start"] = torch.tensor([t[0] for t in targets])
+            batch["end"] = torch.tensor([t[1] for t in targets])
+        return batch
+
+    def batch(self, indices: list[int], step: int) -> dict:
+        return self._batch("train", indices)
+
+    def loss(self, batch: dict):
+        out = self.model(batch)
+        if self.kind == "span_qa":
+            loss = F.cross_entropy(out[0], batch["start"]) + F.cross_entropy(out[1], batch["end"])
+        elif self.kind == "tagging":
+            loss = F.cross_entropy(out.flatten(0, 1), batch["labels"].flatten(), ignore_index=-100)
+        else:
+            loss = F.cross_entropy(out, batch["labels"])
+        task_loss = loss.item()
+        loss = loss + self.model.encoder.penalty(self.p.mix_l2)
+        return loss, {"loss": task_loss}, int(batch["mask"].sum())
+
+    @torch.no_grad()
+    def predict(self, split: str) -> list:
+        preds = []
+        n = len(self.splits[split])
+        for start in range(0, n, 64):
+            indices = list(range(start, min(n, start + 64)))
+            batch = self._batch(split, indices)
+            out = self.model(batch)
+            if self.kind == "tagging":
+                lengths = batch["mask"].sum(1).tolist()
+                preds += [row[:n_].tolist() for row, n_ in zip(out.argmax(-1), lengths)]
+            elif self.kind == "span_qa":
+                preds += self._spans(split, indices, *out)
+            else:
+                preds += out.argmax(-1).tolist()
+        return preds
+
+    def _spans(self, split, indices, start_logits, end_logits) -> list[str]:
+        texts = []
+        for b, i in enumerate(indices):
+            spans = self.targets[split][i][2]
+            n = len(spans)
+            s = start_logits[b, :n].log_softmax(-1)
+            e = end_logits[b, :n].log_softmax(-1)
+            scores = s[:, None] + e[None, :]
+            allowed = torch.ones(n, n, dtype=torch.bool).triu().tril(MAX_ANSWER_WORDS - 1)
+            best = int(scores.masked_fill(~allowed, float("-inf")).argmax())
+            first, last = divmod(best, n)
+            texts.append(self.splits[split][i]["context"][spans[first][0]:spans[last][1]])
+        return texts
+
+    def evaluate(self) -> dict:
+        return score(self.kind, self.metric, self.splits[self.eval_split],
+                     self.predict(self.eval_split))
+
+
+def run_feature_transfer(kind: str, metric: str, method: str, store: FeatureStore, splits: dict,
+                         eval_split: str, n_labels: int, p, seed: int, ckpt_dir: Path,
+                         run=None) -> dict:
+    torch.manual_seed(seed)
+    model = build_model(kind, method, store.n_layers, store.dim, n_labels, p)
+    objective = FeatureTaskObjective(model, kind, store, splits, eval_split, metric, p, seed)
+    steps = p.epochs * math.ceil(len(splits["train"]) / p.batch_size)
+    cfg = LoopConfig(steps=steps, lr=p.lr, weight_decay=0.0, warmup_fraction=0.0,
+                     schedule="linear", grad_clip=p.grad_clip, checkpoint_every=0,
+                     log_every=max(1, steps // 20), seed=seed)
+    result = train(objective, cfg, ckpt_dir, run, desc=f"{method} seed {seed}")
+    return {"scores": result.final_eval, "mix_weights": model.encoder.mix_weights(),
+            "steps": result.steps, "train_tokens": result.train_tokens,
+            "seconds": result.train_seconds}

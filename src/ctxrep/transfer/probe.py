@@ -1,0 +1,234 @@
+"""Linear probes: how much of a task each frozen layer makes *linearly* available.
+
+For every layer ``j`` of a frozen model (the biLM's L+1 layers or BERT's L+1 hidden layers, as
+stored by the extract stage in ``data/features/<model>/<task>/``) a multinomial logistic
+regression is trained on that layer alone and scored on the validation split:
+
+    p(y | x) = softmax(W z + b),   z = (x - mean_train) / std_train      (one W, b per layer)
+
+trained with AdamW on the cross-entropy for a fixed number of epochs (seeded, so the same
+features and params give the same scores). Standardising each layer with its own training
+statistics puts layers of very different scale (a biLM token layer vs an LSTM output) on an
+equal footing, so the scores compare what the layers encode, not how large their vectors are.
+
+Tasks (the ELMo paper's §5.3 probes, on the data this project has):
+
+- ``ud_pos``: UPOS tagging, one item per word: the word's vector → its tag (token accuracy).
+- ``wic``: word sense, one item per sentence pair: the target word's vectors ``u`` and ``v`` in
+  the two sentences, combined as ``[u; v; |u - v|; u * v]`` → same sense or not (accuracy).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from ctxrep.config import as_dict, from_dict, param
+from ctxrep.transfer.features import FeatureStore, FieldFeatures, words_with_spans
+
+# task -> the metric the probe reports (the task's primary metric)
+PROBE_METRICS = {"ud_pos": "token_accuracy", "wic": "accuracy"}
+TRAIN_SPLIT, EVAL_SPLIT = "train", "validation"
+
+
+@dataclass
+class ProbeParams:
+    """``probe``: caps and optimiser of the per-layer linear probes."""
+
+    max_train_words: int = param(20000, ge=1, doc="ud_pos: training words (whole sentences)")
+    max_train_pairs: int = param(5000, ge=1, doc="wic: training sentence pairs")
+    max_eval_examples: int = param(0, ge=0, doc="validation sentences / pairs; 0 = all")
+    epochs: int = param(10, ge=1)
+    batch_size: int = param(256, ge=1)
+    lr: float = param(0.01, gt=0.0, le=10.0)
+    weight_decay: float = param(0.0, ge=0.0, le=1.0)
+    seed: int = param(0, ge=0)
+
+
+def load_params(params: dict) -> ProbeParams:
+    """The ``probe:`` section of the merged params, validated; the defaults where it is absent."""
+    return from_dict(ProbeParams, params.get("probe", {}), "probe")
+
+
+# --------------------------------------------------------------------------------------------
+# items: per-layer feature matrices and labels
+
+
+@dataclass
+class ProbeData:
+    """One split's probe items: ``x`` (n_layers, n_items, dim) and ``y`` (n_items,) labels."""
+
+    x: np.ndarray
+    y: np.ndarray
+    n_examples: int  # sentences (ud_pos) or pairs (wic) the items come from
+
+    @property
+    def n_items(self) -> int:
+        return len(self.y)
+
+
+def _example_order(n: int, seed: int | None) -> np.ndarray:
+    """All example indices, shuffled with ``seed`` (training) or in order (``None``: evaluation)."""
+    return np.arange(n) if seed is None else np.random.default_rng(seed).permutation(n)
+
+
+def _check_aligned(features: FieldFeatures, split, where: str) -> None:
+    if len(features) > len(split):
+        raise ValueError(f"{where}: features for {len(features)} examples but the data set split "
+                         f"has {len(split)} (features and data set are out of sync; rerun extract)")
+
+
+def tagging_items(features: FieldFeatures, split, max_items: int, seed: int | None,
+                  where: str) -> ProbeData:
+    """Words of whole sentences (shuffled when ``seed`` is set) until ``max_items`` words
+    (0 = all); each word's layers → its tag."""
+    _check_aligned(features, split, where)
+    all_tags = split["tags"]
+    xs, ys, total = [], [], 0
+    for i in (int(i) for i in _example_order(len(features), seed)):
+        if max_items and total >= max_items:
+            break
+        layers, tags = features[i], all_tags[i]
+        if layers.shape[1] != len(tags):
+            raise ValueError(f"{where}: example {i} has {layers.shape[1]} feature rows for "
+                             f"{len(tags)} tagged words")
+        xs.append(layers)
+        ys.append(np.asarray(tags, dtype=np.int64))
+        total += len(tags)
+    return ProbeData(np.concatenate(xs, axis=1), np.concatenate(ys), len(xs))
+
+
+def target_word_index(sentence: str, start: int) -> int:
+    """Index of the whitespace word whose character span contains ``start``."""
+    for index, (begin, end) in enumerate(words_with_spans(sentence)[1]):
+        if begin <= start < end:
+            return index
+    raise ValueError(f"no word of {sentence[:60]!r} covers character {start}")
+
+
+def pair_vector(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """[u; v; |u - v|; u * v] along the last axis (float32)."""
+    u, v = u.astype(np.float32), v.astype(np.float32)
+    return np.concatenate([u, v, np.abs(u - v), u * v], axis=-1)
+
+
+def word_in_context_items(first: FieldFeatures, second: FieldFeatures, split, max_items: int,
+                          seed: int | None, where: str) -> ProbeData:
+    """One item per sentence pair: the target word's layers in both sentences → same sense."""
+    _check_aligned(first, split, where)
+    _check_aligned(second, split, where)
+    order = _example_order(min(len(first), len(second)), seed)
+    if max_items:
+        order = order[:max_items]
+    columns = {name: split[name] for name in ("sentence1", "start1", "sentence2", "start2",
+                                              "label")}
+    xs, ys = [], []
+    for i in (int(i) for i in order):
+        u = first[i][:, target_word_index(columns["sentence1"][i], columns["start1"][i]), :]
+        v = second[i][:, target_word_index(columns["sentence2"][i], columns["start2"][i]), :]
+        xs.append(pair_vector(u, v))
+        ys.append(columns["label"][i])
+    return ProbeData(np.stack(xs, axis=1), np.asarray(ys, dtype=np.int64), len(xs))
+
+
+def task_items(task: str, store: FeatureStore, dataset, split: str, max_items: int,
+               seed: int | None) -> ProbeData:
+    """The probe items of ``task`` for one split (see the module docstring)."""
+    where = f"{store.root} ({split})"
+    if task == "ud_pos":
+        return tagging_items(store.field(split, "tokens"), dataset[split], max_items, seed, where)
+    if task == "wic":
+        return word_in_context_items(store.field(split, "sentence1"),
+                                     store.field(split, "sentence2"), dataset[split], max_items,
+                                     seed, where)
+    raise ValueError(f"no probe for task {task!r}; probed tasks: {sorted(PROBE_METRICS)}")
+
+
+# --------------------------------------------------------------------------------------------
+# the probe
+
+
+def standardise(train: np.ndarray, other: np.ndarray, eps: float = 1e-6):
+    """z-score both with the training statistics (per feature)."""
+    mean, std = train.mean(axis=0), train.std(axis=0) + eps
+    return (train - mean) / std, (other - mean) / std
+
+
+def _batches(n: int, batch_size: int, generator: torch.Generator) -> Iterator[torch.Tensor]:
+    order = torch.randperm(n, generator=generator)
+    yield from order.split(batch_size)
+
+
+def train_linear_probe(x: torch.Tensor, y: torch.Tensor, n_classes: int,
+                       params: ProbeParams) -> nn.Linear:
+    """Multinomial logistic regression on (n, dim) features, AdamW for ``params.epochs``."""
+    torch.manual_seed(params.seed)
+    generator = torch.Generator().manual_seed(params.seed)
+    probe = nn.Linear(x.shape[1], n_classes)
+    optimizer = torch.optim.AdamW(probe.parameters(), lr=params.lr,
+                                  weight_decay=params.weight_decay)
+    for _ in range(params.epochs):
+        for batch in _batches(len(y), params.batch_size, generator):
+            loss = nn.functional.cross_entropy(probe(x[batch]), y[batch])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    return probe
+
+
+@torch.no_grad()
+def probe_accuracy(probe: nn.Linear, x: torch.Tensor, y: torch.Tensor) -> float:
+    return (probe(x).argmax(dim=1) == y).float().mean().item()
+
+
+def layer_scores(train: ProbeData, evaluation: ProbeData, n_classes: int,
+                 params: ProbeParams) -> list[float]:
+    """The validation accuracy of a probe trained on each layer alone, layer 0 first."""
+    scores = []
+    for layer in range(train.x.shape[0]):
+        x_train, x_eval = standardise(train.x[layer].astype(np.float32),
+                                      evaluation.x[layer].astype(np.float32))
+        probe = train_linear_probe(torch.from_numpy(x_train), torch.from_numpy(train.y),
+                                   n_classes, params)
+        accuracy = probe_accuracy(probe, torch.from_numpy(x_eval), torch.from_numpy(evaluation.y))
+        scores.append(round(accuracy, 4))
+    return scores
+
+
+def n_classes(task: str, dataset) -> int:
+    features = dataset[TRAIN_SPLIT].features
+    return features["tags"].feature.num_classes if task == "ud_pos" else features["label"].num_classes
+
+
+def probe_task(task: str, store: FeatureStore, dataset, params: ProbeParams) -> dict:
+    """Per-layer probe scores of one task: the ``tasks.<task>`` entry of the probe JSON."""
+    cap = params.max_train_words if task == "ud_pos" else params.max_train_pairs
+    train = task_items(task, store, dataset, TRAIN_SPLIT, cap, params.seed)
+    evaluation = task_items(task, store, dataset, EVAL_SPLIT, params.max_eval_examples, None)
+    return {"metric": PROBE_METRICS[task],
+            "layers": layer_scores(train, evaluation, n_classes(task, dataset), params),
+            "train_examples": train.n_examples, "train_items": train.n_items,
+            "eval_examples": evaluation.n_examples, "eval_items": evaluation.n_items}
+
+
+def probe_model(model: str, features_root, load_dataset, params: ProbeParams,
+                tasks=tuple(PROBE_METRICS)) -> dict:
+    """The probe JSON of one model: every task whose features exist, the others marked skipped.
+
+    ``features_root``: the directory holding ``<model>/<task>/``; ``load_dataset(task)``: the
+    task's ``DatasetDict``.
+    """
+    results = {}
+    for task in tasks:
+        root = Path(features_root) / model / task
+        if not (root / "meta.json").exists():
+            results[task] = {"metric": PROBE_METRICS[task],
+                             "skipped": f"no features at {root} (run extract for this task)"}
+            continue
+        results[task] = probe_task(task, FeatureStore(root), load_dataset(task), params)
+    return {"model": model, "params": as_dict(params), "tasks": results}

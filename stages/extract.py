@@ -1,0 +1,37 @@
+"""Stage extract@<model>: frozen per-word layer features of every grid task → data/features/<model>/."""
+
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+from ctxrep import config
+from ctxrep.io import atomic_dir
+from ctxrep.stage import stage
+from ctxrep.transfer.data import TaskUnavailable, load_task, spec
+from ctxrep.transfer.extract import BertFeaturizer, ElmoFeaturizer, extract_task
+
+model = sys.argv[1]
+with stage(f"extract@{model}", "extract") as ctx:
+    p = ctx.section
+    common, _ = config.load_transfer("elmo", params=ctx.params)
+    tasks = ctx.params["grid"]["tasks"]
+    torch.set_grad_enabled(False)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    featurize = (ElmoFeaturizer(Path("data/models/bilm"), device) if model == "bilm" else
+                 BertFeaturizer(Path("data/models/bert"), device, p.bert_subword_pooling,
+                                p.bert_max_seq_len))
+    words = 0
+    with atomic_dir(Path("data/features") / model) as tmp:
+        for task in tasks:
+            try:
+                splits = load_task(task, common)
+            except TaskUnavailable as e:
+                (tmp / f"{task}.unavailable.json").write_text(json.dumps({"reason": str(e)}))
+                continue
+            (tmp / task).mkdir()
+            meta = extract_task(featurize, splits, spec(task).kind, tmp / task, p.batch_size)
+            words += sum(v for s in meta["splits"].values() for k, v in s.items()
+                         if k.endswith("_words"))
+    ctx.summary(tasks=len(tasks), words=words)

@@ -1,0 +1,36 @@
+"""Stage probe@<model>: per-layer linear probes of one frozen model → metrics/probe/<model>.json.
+
+    python stages/probe.py bilm|bert
+
+Reads ``data/features/<model>/<task>/`` (extract) and ``data/raw/tasks/<task>/dataset``.
+"""
+
+import sys
+import time
+
+from datasets import load_from_disk
+
+from ctxrep.io import write_json
+from ctxrep.stage import stage
+from ctxrep.transfer.probe import load_params, probe_model
+
+MODELS = ("bilm", "bert")
+
+if len(sys.argv) != 2 or sys.argv[1] not in MODELS:
+    sys.exit(f"usage: python stages/probe.py {{{'|'.join(MODELS)}}}")
+model = sys.argv[1]
+
+# TODO(config): once ``probe`` (ctxrep.transfer.probe.ProbeParams) is a registered section,
+# open the stage with it: ``stage(f"probe@{model}", "probe")`` and use ``ctx.section``.
+with stage(f"probe@{model}", "data") as ctx:
+    params = load_params(ctx.params)
+    start = time.perf_counter()
+    result = probe_model(model, "data/features",
+                         lambda task: load_from_disk(f"data/raw/tasks/{task}/dataset"), params)
+    write_json(f"metrics/probe/{model}.json", result)
+    if ctx.run:
+        ctx.run.log_metrics({f"{task}.layer{j}": score
+                             for task, entry in result["tasks"].items()
+                             for j, score in enumerate(entry.get("layers", []))})
+        ctx.run.log_metrics({"probe_seconds": time.perf_counter() - start})
+    ctx.summary(**{task: entry.get("layers", "skipped") for task, entry in result["tasks"].items()})
