@@ -288,7 +288,7 @@ def train(objective: Objective, cfg: LoopConfig, ckpt_dir: Path, run=None,
         result.train_seconds += time.perf_counter() - t0
         window_tokens += step_tokens * d.world
         lr = optimizer.param_groups[0]["lr"]
-        result.curve.append([step + 1, logs_sum.get("loss", float(loss)), lr])
+        result.curve.append([step + 1, logs_sum.get("loss", float(loss.detach())), lr])
         bar.update(1)
         if d.main and (step % cfg.log_every == 0 or step + 1 == cfg.steps):
             elapsed = time.perf_counter() - window_start

@@ -1,0 +1,141 @@
+"""Feature-based task models: every head overfits a tiny fixture; mixes behave as the methods say."""
+
+import datasets
+import numpy as np
+import pytest
+import torch
+
+from ctxrep.config import FeatureTransferParams
+from ctxrep.data import schemas
+from ctxrep.transfer.feature_train import FeatureTaskObjective, build_model, run_feature_transfer
+from ctxrep.transfer.features import FIELDS, FeatureStore, FieldWriter, task_words
+
+N_LAYERS, DIM = 3, 8
+
+
+def write_store(root, kind, dataset, signal):
+    """Random features, plus ``signal(example, field, word_index)`` added to layer 1."""
+    rng = np.random.default_rng(0)
+    root.mkdir(parents=True, exist_ok=True)
+    import json
+
+    for field in FIELDS[kind]:
+        w = FieldWriter(root, "train", field)
+        for ex in dataset:
+            words = task_words(ex, field)
+            layers = rng.normal(0, 0.1, (N_LAYERS, len(words), DIM))
+            for j in range(len(words)):
+                layers[1, j] += signal(ex, field, j)
+            w.add(layers)
+        w.close()
+        for suffix in (".f16", ".offsets.npy"):
+            (root / f"validation.{field}{suffix}").write_bytes((root / f"train.{field}{suffix}").read_bytes())
+    (root / "meta.json").write_text(json.dumps({"n_layers": N_LAYERS, "dim": DIM}))
+    return FeatureStore(root)
+
+
+def one_hot(i):
+    v = np.zeros(DIM)
+    v[i % DIM] = 2.0
+    return v
+
+
+def params(**kw):
+    return FeatureTransferParams(**{"encoder_hidden": 16, "epochs": 40, "batch_size": 8,
+                                    "lr": 0.01, "dropout": 0.0, **kw})
+
+
+def fit(tmp_path, kind, metric, dataset, signal, n_labels, method="elmo"):
+    store = write_store(tmp_path / "f", kind, dataset, signal)
+    out = run_feature_transfer(kind, metric, method, store, {"train": dataset, "validation": dataset},
+                               "validation", n_labels, params(), 0, tmp_path / "ck")
+    return out
+
+
+def test_sentence_classifier_overfits(tmp_path):
+    ds = datasets.Dataset.from_dict({"text": [f"w{i} x y" for i in range(16)],
+                                     "label": [i % 2 for i in range(16)]},
+                                    features=schemas.classification(["a", "b"]))
+    out = fit(tmp_path, "classification", "accuracy", ds,
+              lambda ex, f, j: one_hot(ex["label"]) if j == 0 else 0, 2)
+    assert out["scores"]["accuracy"] == 1.0
+
+
+def test_pair_classifier_overfits(tmp_path):
+    ds = datasets.Dataset.from_dict({"text": ["a b"] * 12, "text_pair": ["c d e"] * 12,
+                                     "label": [i % 3 for i in range(12)],
+                                     "relatedness": [1.0] * 12},
+                                    features=schemas.classification(["x", "y", "z"], pair=True,
+                                                                    extra={"relatedness": datasets.Value("float32")}))
+    def signal(ex, field, j):
+        return one_hot(ex["label"]) if field == "text_pair" else 0
+    out = fit(tmp_path, "pair_classification", "accuracy", ds, signal, 3)
+    assert out["scores"]["accuracy"] == 1.0
+
+
+def test_tagger_overfits_one_tag_per_word(tmp_path):
+    tags = [[(i + j) % 4 for j in range(3 + i % 3)] for i in range(12)]
+    ds = datasets.Dataset.from_dict({"tokens": [[f"t{j}" for j in range(len(t))] for t in tags],
+                                     "tags": tags}, features=schemas.tagging(["A", "B", "C", "D"]))
+    out = fit(tmp_path, "tagging", "token_accuracy", ds, lambda ex, f, j: one_hot(ex["tags"][j]), 4)
+    assert out["scores"]["token_accuracy"] == 1.0
+
+
+def test_word_in_context_overfits(tmp_path):
+    rows = {"word": [], "sentence1": [], "start1": [], "end1": [], "sentence2": [], "start2": [],
+            "end2": [], "label": []}
+    for i in range(12):
+        rows["word"].append("bank"); rows["label"].append(i % 2)
+        for k in ("1", "2"):
+            rows[f"sentence{k}"].append("we sat by the bank today")
+            rows[f"start{k}"].append(14); rows[f"end{k}"].append(18)
+    ds = datasets.Dataset.from_dict(rows, features=schemas.word_in_context())
+    # only the target word (index 4) carries the label, and only in sentence2
+    out = fit(tmp_path, "word_in_context", "accuracy", ds,
+              lambda ex, f, j: one_hot(ex["label"]) if (j == 4 and f == "sentence2") else 0, 2)
+    assert out["scores"]["accuracy"] == 1.0
+
+
+def test_span_pointer_overfits(tmp_path):
+    rows = {"id": [], "title": [], "context": [], "question": [], "answers": []}
+    for i in range(10):
+        words = [f"w{k}" for k in range(12)]
+        start = i % 8
+        context = " ".join(words)
+        char = context.index(words[start])
+        answer = " ".join(words[start:start + 2])
+        rows["id"].append(str(i)); rows["title"].append("t"); rows["context"].append(context)
+        rows["question"].append("which ?")
+        rows["answers"].append({"text": [answer], "answer_start": [char]})
+    ds = datasets.Dataset.from_dict(rows, features=schemas.span_qa())
+    starts = {r: rows["context"][int(r)].index(rows["answers"][int(r)]["text"][0]) for r in rows["id"]}
+
+    def signal(ex, field, j):
+        if field != "context":
+            return 0
+        first = len(ex["context"][:starts[ex["id"]]].split())
+        return one_hot(0) if j == first else one_hot(1) if j == first + 1 else 0
+    out = fit(tmp_path, "span_qa", "squad", ds, signal, 0)
+    assert out["scores"]["exact_match"] == 100.0
+
+
+def test_methods_combine_layers_as_named():
+    p = params()
+    for method, trainable in (("elmo", True), ("elmo-avg", False)):
+        model = build_model("classification", method, N_LAYERS, DIM, 2, p)
+        mix = model.encoder.input_mix.mix
+        assert mix.scalars.requires_grad is trainable
+    assert build_model("classification", "static", N_LAYERS, DIM, 2, p).encoder.input_mix.mix is None
+    io = build_model("classification", "elmo-io", N_LAYERS, DIM, 2, p).encoder
+    assert set(io.mix_weights()) == {"input", "output"}
+
+
+def test_static_ignores_context_layers():
+    """static reads layer 0 only: changing layers 1.. changes nothing."""
+    torch.manual_seed(0)
+    model = build_model("tagging", "static", N_LAYERS, DIM, 3, params()).eval()
+    layers = torch.randn(2, N_LAYERS, 5, DIM)
+    mask = torch.ones(2, 5, dtype=torch.bool)
+    a = model({"layers": layers, "mask": mask})
+    layers[:, 1:] += 1.0
+    assert torch.equal(a, model({"layers": layers, "mask": mask}))
