@@ -1,0 +1,37 @@
+"""The ``ctxrep`` command line (installed with the package)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="ctxrep", description="ctxrep tools")
+    sub = ap.add_subparsers(dest="command", required=True)
+    nb = sub.add_parser("neighbors", help="a word's neighbours in context vs in the token layer")
+    nb.add_argument("--word", action="append", required=True, help="repeat for several words")
+    nb.add_argument("--model", type=Path, default=Path("data/models/bilm"))
+    nb.add_argument("--corpus", type=Path, default=Path("data/tokenized"))
+    nb.add_argument("--k", type=int, default=3, help="nearest sentences per query")
+    nb.add_argument("--queries", type=int, default=2, help="query sentences per word")
+    nb.add_argument("--out", type=Path, help="also write the markdown here")
+    a = ap.parse_args(argv)
+
+    if a.command == "neighbors":
+        from ctxrep.neighbors import neighbours_report
+
+        for path in (a.model, a.corpus):
+            if not path.exists():
+                raise SystemExit(f"{path}: not found (run `make repro` first, or pass --model/--corpus)")
+        text = neighbours_report(a.model, a.corpus, a.word, k=a.k, queries=a.queries)
+        print(text)
+        if a.out:
+            from ctxrep.io import atomic_file
+
+            with atomic_file(a.out) as f:
+                f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
