@@ -43,7 +43,7 @@ def write_wiki_shard(path: Path, docs: list[tuple[str, str, list[str]]]) -> None
         f.write("\n".join(lines) + "\n")
 
 
-def build_mirror(root: Path, n_docs: int = 40, seed: int = 0) -> Path:
+def build_mirror(root: Path, n_docs: int = 80, seed: int = 0) -> Path:
     rng = random.Random(seed)
     wiki = root / "corpus/wikipedia-en"
     wiki.mkdir(parents=True)

@@ -15,6 +15,7 @@ from ctxrep.models.bert import BertConfig, BertForPreTraining
 from ctxrep.models.bert_hf import save_pretrained
 from ctxrep.text.wordpiece import save_wordpiece, train_wordpiece
 from ctxrep.transfer.finetune import (
+    FinetuneObjective,
     SpanQA,
     Tagging,
     best_span,
@@ -187,11 +188,12 @@ def test_tagging_overfits_with_one_tag_per_word(model_dir, tmp_path):
     assert pieces["Blackburnshire"] > 1 and pieces["u.s."] > 1, "fixture must have multi-piece words"
 
     features = Tagging(tokenizer, params(), dataset).encode(dataset)
-    # The label sits on each word's first sub-word only.
-    for feature, tags in zip(features, dataset["tags"]):
+    # The label sits on each word's first sub-word only: after [CLS] and the pieces of the words before.
+    for feature, (text, _), tags in zip(features, TAGGED, dataset["tags"]):
+        word_lengths = [pieces[w] for w in text.split()]
+        first_positions = [1 + sum(word_lengths[:w]) for w in range(len(word_lengths))]
         labelled = [(pos, tag) for pos, tag in enumerate(feature["labels"]) if tag != -100]
-        assert [tag for _, tag in labelled] == tags
-        assert [pos for pos, _ in labelled] == [feature["first_subword"][w] for w in range(len(tags))]
+        assert labelled == list(zip(first_positions, tags))
 
     out = finetune(model_dir, tmp_path, "tagging", "token_accuracy", dataset, epochs=40)
     assert [len(p) for p in out["predictions"]] == [len(t) for t in dataset["tokens"]]
@@ -263,6 +265,30 @@ def test_same_seed_same_result_other_seed_differs(model_dir, tmp_path):
     assert first["train_loss"] == second["train_loss"]
     assert first["scores"] == second["scores"] and first["predictions"] == second["predictions"]
     assert other["train_loss"] != first["train_loss"]
+
+
+def test_killed_run_resumes_to_the_same_result(model_dir, tmp_path, monkeypatch):
+    def three_epochs():
+        return finetune(model_dir, tmp_path, "classification", "accuracy", classification_set(), epochs=3)
+
+    uninterrupted = three_epochs()
+
+    real_batch = FinetuneObjective.batch
+
+    def crash_at_step_7(self, indices, step):
+        if step == 7:
+            raise KeyboardInterrupt("killed")
+        return real_batch(self, indices, step)
+
+    monkeypatch.setattr(FinetuneObjective, "batch", crash_at_step_7)
+    with pytest.raises(KeyboardInterrupt):
+        three_epochs()
+    assert (tmp_path / "ckpt-0" / "step-00000006").is_dir()  # saved after epoch 2 (3 steps/epoch)
+    monkeypatch.setattr(FinetuneObjective, "batch", real_batch)
+    resumed = three_epochs()
+    assert resumed["resumed_from"] == 6 and uninterrupted["resumed_from"] == 0
+    assert resumed["train_loss"] == uninterrupted["train_loss"]
+    assert resumed["predictions"] == uninterrupted["predictions"]
 
 
 def test_scratch_run_trains_from_different_weights(model_dir, tmp_path):

@@ -150,3 +150,19 @@ def test_feature_store_round_trip_used_by_the_probe(tmp_path):
     make_ud_pos(tmp_path / "ud_pos", rng, n_sentences=(3, 2))
     field = FeatureStore(tmp_path / "ud_pos").field("train", "tokens")
     assert len(field) == 3 and field[0].shape[0] == N_LAYERS and field[0].shape[2] == DIM
+
+
+@pytest.mark.slow
+def test_probe_stage_end_to_end(tmp_path):
+    from conftest import run_stage, scratch_repo
+
+    repo = scratch_repo(tmp_path)
+    dataset = make_ud_pos(repo / "data/features/bilm/ud_pos", np.random.default_rng(3))
+    dataset.save_to_disk(str(repo / "data/raw/tasks/ud_pos/dataset"))
+    proc = run_stage(repo, "probe.py", "bilm")
+    assert "[probe@bilm] done" in proc.stdout
+    result = json.loads((repo / "metrics/probe/bilm.json").read_text())
+    scores = result["tasks"]["ud_pos"]["layers"]
+    assert scores.index(max(scores)) == SIGNAL_LAYER
+    assert "skipped" in result["tasks"]["wic"]
+    assert run_stage(repo, "probe.py", "gpt", check=False).returncode != 0

@@ -36,6 +36,9 @@ class BertObjective:
                                                       whole_word=p.whole_word)
         self._epochs: dict[int, list] = {}
         # Held-out: one fixed set of instances and masks, so every evaluation is comparable.
+        if len(heldout_docs) < 2:
+            raise ValueError(f"{len(heldout_docs)} held-out document(s): evaluation needs at "
+                             f"least 2 (raise tokenize.heldout_fraction)")
         held = create_nsp_instances(heldout_docs, p.max_seq_len, p.short_seq_prob,
                                     random.Random(p.seed + 1), self.special, nsp=p.nsp)
         self.heldout = held[: p.eval_instances]

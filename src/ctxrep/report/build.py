@@ -99,7 +99,8 @@ def task_table(inputs: ReportInputs) -> str:
             rows.append([task, "not fetched", MISSING, MISSING])
         elif not manifest.get("available", False):
             rows.append([task, "**unavailable**", MISSING, MISSING])
-            unavailable.append(f"- `{task}` is unavailable: {manifest.get('reason', 'no reason given')}")
+            reason = manifest.get("reason", "no reason given")
+            unavailable.append(f"- `{task}` is unavailable: {reason}")
         else:
             sizes = ", ".join(f"{split} {n:,}" for split, n in (manifest.get("rows") or {}).items())
             status = "available" + (" (fallback)" if manifest.get("fallback") else "")
@@ -135,10 +136,11 @@ def model_lines(inputs: ReportInputs) -> list[str]:
 def scale_section(inputs: ReportInputs) -> str:
     """The published models' scale beside ours, one line each."""
     bilm, bert = inputs.pretrain.get("bilm") or {}, inputs.pretrain.get("bert") or {}
+    untrained = "ours has not been trained"
     ours_bilm = (f"ours saw {_int(bilm.get('train_tokens'))} tokens with "
-                 f"{_int(bilm.get('params'))} parameters" if bilm else "ours has not been trained")
+                 f"{_int(bilm.get('params'))} parameters" if bilm else untrained)
     ours_bert = (f"ours is a {_int(bert.get('params'))}-parameter model that saw "
-                 f"{_int(bert.get('train_tokens'))} tokens" if bert else "ours has not been trained")
+                 f"{_int(bert.get('train_tokens'))} tokens" if bert else untrained)
     sizes = " / ".join(f"{name} {size}" for name, size in BERT_PRETRAINING["sizes"].items())
     return "\n".join([
         "## Scale: the papers vs this run", "",

@@ -20,7 +20,7 @@ from ctxrep.io import atomic_file
 from ctxrep.report.inputs import Curve, TransferResult
 
 DPI = 100
-PANEL_SIZE = (4.5, 3.2)   # inches per subplot
+PANEL_SIZE = (4.5, 3.2)   # inches per panel
 LEARNED_MIX_METHODS = ("elmo", "elmo-io", "bert-feature")
 
 
@@ -35,9 +35,10 @@ def default_style(build):
     return wrapper
 
 
-def new_figure(n_panels: int) -> tuple[Figure, list]:
-    """A row of ``n_panels`` axes of fixed size on an Agg canvas (no pyplot, no global state)."""
-    fig = Figure(figsize=(PANEL_SIZE[0] * n_panels, PANEL_SIZE[1]), dpi=DPI,
+def new_figure(n_panels: int, extra_width: float = 0.0) -> tuple[Figure, list]:
+    """A row of ``n_panels`` axes of fixed size on an Agg canvas (no pyplot, no global state);
+    ``extra_width`` inches leave room for a legend outside the axes."""
+    fig = Figure(figsize=(PANEL_SIZE[0] * n_panels + extra_width, PANEL_SIZE[1]), dpi=DPI,
                  layout="constrained")
     FigureCanvasAgg(fig)
     return fig, [fig.add_subplot(1, n_panels, i + 1) for i in range(n_panels)]
@@ -110,30 +111,34 @@ def mean_layer_weights(per_seed: list[list[float]]) -> np.ndarray:
 
 
 def mix_series(cells: dict[str, TransferResult]) -> dict[str, np.ndarray]:
-    """Label ("elmo", "elmo-io output", ...) → mean normalised weights, learned mixes only."""
+    """Label ("elmo", "elmo-io input", ...) → mean normalised weights, learned mixes only."""
     series = {}
     for method in LEARNED_MIX_METHODS:
         mix = cells[method].mix_weights if method in cells else {}
         for position, per_seed in sorted(mix.items()):
-            label = method if position == "input" else f"{method} {position}"
+            label = method if len(mix) == 1 else f"{method} {position}"
             series[label] = mean_layer_weights(per_seed)
     return series
 
 
 @default_style
 def mix_weights(task: str, cells: dict[str, TransferResult]) -> Figure | None:
-    """Grouped bars: the learned softmax weight of each layer, per method (mean over seeds)."""
+    """Grouped bars: the learned softmax weight of each layer, per method (mean over seeds);
+    dashed: the equal mix 1 / n_layers."""
     series = mix_series(cells)
     if not series:
         return None
-    fig, (ax,) = new_figure(1)
-    n_layers = max(len(w) for w in series.values())
+    fig, (ax,) = new_figure(1, extra_width=1.8)
     width = 0.8 / len(series)
     for k, (label, weights) in enumerate(series.items()):
         ax.bar(np.arange(len(weights)) + (k - (len(series) - 1) / 2) * width, weights, width,
                label=label)
+    for n_layers in sorted({len(w) for w in series.values()}):
+        ax.hlines(1 / n_layers, -0.5, n_layers - 0.5, colors="gray", linestyles="dashed",
+                  linewidth=1)
+    n_max = max(len(w) for w in series.values())
     ax.set(title=f"{task}: learned scalar-mix weights", xlabel="layer",
-           ylabel="softmax weight (mean over seeds)", xticks=range(n_layers))
-    ax.legend(fontsize="small")
+           ylabel="softmax weight (mean over seeds)", xticks=range(n_max))
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(alpha=0.3, axis="y")
     return fig

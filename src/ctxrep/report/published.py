@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # Seed files (under /work/shared/seeds/).
-ELMO_EXPLAINER = "004_605a6f4b5c248933.txt"   # ELMo paper walk-through with Tables 1-3, §3.1, §5.3
+ELMO_EXPLAINER = "004_605a6f4b5c248933.txt"   # ELMo walk-through: Tables 1-3, biLM, probes
 ELMO_OVERVIEW = "002_8d12d86fa3a1161d.txt"    # CoVe → ELMo overview; repeats Table 1 (rounded)
 BERT_OVERVIEW = "000_fd5599df7007f5cd.txt"    # ELMo and BERT overview; BERT sizes and corpus
 

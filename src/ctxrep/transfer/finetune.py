@@ -492,7 +492,8 @@ def infer(model: FinetuneModel, task: TaskFormat, features: list[Feature], batch
         indices = order[chunk: chunk + batch_size]
         output = model(collate([features[i] for i in indices], task, pad_id, device)).float().cpu()
         for row, i in enumerate(indices):
-            outputs[i] = output[row, : len(features[i]["input_ids"])] if task.token_level_output else output[row]
+            length = len(features[i]["input_ids"])
+            outputs[i] = output[row, :length] if task.token_level_output else output[row]
     return outputs
 
 
@@ -552,7 +553,8 @@ def run_finetune(kind: str, metric: str, splits: dict, eval_split: str, model_di
     be this run's own: a step folder left there by another run would be resumed).
 
     Returns {"scores", "predictions" (one per eval example), "train_examples", "train_features",
-    "steps", "train_tokens", "train_loss" (last step's), "seconds"}.
+    "steps", "train_tokens", "train_loss" (last step's), "resumed_from" (step; 0 = fresh),
+    "seconds"}.
     """
     started = time.perf_counter()
     if kind not in KINDS:
@@ -600,6 +602,7 @@ def run_finetune(kind: str, metric: str, splits: dict, eval_split: str, model_di
         "steps": result.steps,
         "train_tokens": result.train_tokens,
         "train_loss": result.curve[-1][1] if result.curve else float("nan"),
+        "resumed_from": result.resumed_from,
         "seconds": time.perf_counter() - started,
     }
 

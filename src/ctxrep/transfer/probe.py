@@ -202,7 +202,8 @@ def layer_scores(train: ProbeData, evaluation: ProbeData, n_classes: int,
 
 def n_classes(task: str, dataset) -> int:
     features = dataset[TRAIN_SPLIT].features
-    return features["tags"].feature.num_classes if task == "ud_pos" else features["label"].num_classes
+    labels = features["tags"].feature if task == "ud_pos" else features["label"]
+    return labels.num_classes
 
 
 def probe_task(task: str, store: FeatureStore, dataset, params: ProbeParams) -> dict:

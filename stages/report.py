@@ -1,0 +1,24 @@
+"""Stage report: every metrics file → metrics/summary.json, reports/report.md, reports/figures/.
+
+Missing inputs are reported as missing; a malformed one stops the stage naming the file.
+"""
+
+from ctxrep.config import METHODS
+from ctxrep.report import ReportInputError, build_report, load_inputs, write_report
+from ctxrep.report.summary import flat_numbers
+from ctxrep.stage import log, stage
+
+# The report has no params of its own; the data section is loaded for provenance only.
+with stage("report", "data") as ctx:
+    try:
+        inputs = load_inputs(".", ctx.params["tasks"], list(METHODS))
+    except ReportInputError as e:
+        log.error("report: bad input: %s", e)
+        raise SystemExit(2) from e
+    report = build_report(inputs, profile=ctx.params["profile"])
+    write_report(report, ".")
+    if ctx.run:
+        ctx.run.log_metrics(flat_numbers(report.summary))
+        ctx.run.log_artifact("reports/report.md")
+    ctx.summary(tasks=len(report.summary), cells=sum(len(c) for c in report.summary.values()),
+                figures=len(report.figures))

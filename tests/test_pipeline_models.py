@@ -1,0 +1,105 @@
+"""Pretraining stages end to end on the tiny profile: outputs, HF round trip, kill -9 and resume."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.conftest import run_stage, scratch_repo, set_profile
+
+pytestmark = pytest.mark.slow
+
+
+def tokenized_repo(path, mirror):
+    path.mkdir(parents=True, exist_ok=True)
+    repo = scratch_repo(path)
+    set_profile(repo, "tiny")
+    env = {"CTXREP_DATA_MIRROR": str(mirror)}
+    run_stage(repo, "fetch_corpus.py", env=env)
+    run_stage(repo, "tokenize_corpus.py", env=env)
+    return repo
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory, tiny_mirror):
+    repo = tokenized_repo(tmp_path_factory.mktemp("models"), tiny_mirror)
+    run_stage(repo, "pretrain_bilm.py")
+    run_stage(repo, "pretrain_bert.py")
+    return repo
+
+
+def test_bilm_stage_outputs(repo):
+    from ctxrep.models.elmo import Elmo
+
+    m = json.loads((repo / "metrics/pretrain_bilm.json").read_text())
+    for key in ("val_ppl_forward", "val_ppl_backward", "val_ppl", "unigram_ppl", "train_tokens",
+                "tokens_per_s", "params"):
+        assert key in m and m[key] > 0, key
+    elmo = Elmo.from_pretrained(repo / "data/models/bilm")
+    out = elmo([["The", "river", "bank"]])
+    assert out.layers.shape[:3] == (1, 3, 3)
+    curve = (repo / "metrics/pretrain_bilm_curve.tsv").read_text().splitlines()
+    assert curve[0] == "step\ttrain_loss\tlr" and len(curve) == 31
+    assert not (repo / "data/checkpoints/pretrain_bilm").exists(), "checkpoints left after success"
+
+
+def test_bert_stage_output_loads_in_transformers(repo):
+    import torch
+    from transformers import AutoTokenizer, BertForPreTraining
+
+    from ctxrep.models.bert_hf import load_pretrained
+
+    m = json.loads((repo / "metrics/pretrain_bert.json").read_text())
+    assert {"val_mlm_loss", "val_mlm_acc", "val_nsp_acc", "train_tokens", "tokens_per_s",
+            "params"} <= set(m)
+    model_dir = repo / "data/models/bert"
+    tok = AutoTokenizer.from_pretrained(str(model_dir))
+    hf = BertForPreTraining.from_pretrained(str(model_dir)).eval()
+    ours = load_pretrained(model_dir).eval()
+    enc = tok(["the river bank", "a new game"], ["plays music", "the city"], padding=True,
+              return_tensors="pt")
+    with torch.no_grad():
+        theirs = hf(**enc)
+        mine = ours.logits(enc["input_ids"], enc["token_type_ids"], enc["attention_mask"])
+    real = enc["attention_mask"].bool()
+    assert (theirs.prediction_logits[real] - mine.mlm_logits[real]).abs().max() <= 1e-4
+    assert (theirs.seq_relationship_logits - mine.nsp_logits).abs().max() <= 1e-4
+
+
+def _kill_after_checkpoint(repo, script, ckpt_root, min_step=10):
+    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{repo / 'mlflow.db'}"}
+    proc = subprocess.Popen([sys.executable, f"stages/{script}"], cwd=repo, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None:
+        done = [p for p in (repo / ckpt_root).glob("*/step-*") if (p / "COMPLETE").exists()]
+        if any(int(p.name.split("-")[1]) >= min_step for p in done):
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            return True
+        time.sleep(0.02)
+    proc.wait()
+    return False
+
+
+@pytest.mark.parametrize("script,model_file,ckpt", [
+    ("pretrain_bilm.py", "data/models/bilm/model.safetensors", "data/checkpoints/pretrain_bilm"),
+    ("pretrain_bert.py", "data/models/bert/model.safetensors", "data/checkpoints/pretrain_bert"),
+])
+def test_kill_9_then_rerun_matches_uninterrupted(repo, tmp_path, tiny_mirror, script, model_file,
+                                                 ckpt):
+    killed = tokenized_repo(tmp_path / "killed", tiny_mirror)
+    assert _kill_after_checkpoint(killed, script, ckpt), "the run ended before it could be killed"
+    assert not (killed / model_file).exists(), "a killed run left a model behind"
+    run_stage(killed, script)
+    assert (killed / model_file).read_bytes() == (repo / model_file).read_bytes()
+    name = script.replace(".py", ".json")
+    a = json.loads((killed / "metrics" / name).read_text())
+    b = json.loads((repo / "metrics" / name).read_text())
+    for key in a:
+        if key not in ("tokens_per_s", "train_seconds"):
+            assert a[key] == b[key], key

