@@ -12,7 +12,7 @@ from datasets import load_from_disk
 
 from ctxrep.io import write_json
 from ctxrep.stage import stage
-from ctxrep.transfer.probe import load_params, probe_model
+from ctxrep.transfer.probe import probe_model
 
 MODELS = ("bilm", "bert")
 
@@ -20,10 +20,8 @@ if len(sys.argv) != 2 or sys.argv[1] not in MODELS:
     sys.exit(f"usage: python stages/probe.py {{{'|'.join(MODELS)}}}")
 model = sys.argv[1]
 
-# TODO(config): once ``probe`` (ctxrep.transfer.probe.ProbeParams) is a registered section,
-# open the stage with it: ``stage(f"probe@{model}", "probe")`` and use ``ctx.section``.
-with stage(f"probe@{model}", "data") as ctx:
-    params = load_params(ctx.params)
+with stage(f"probe@{model}", "probe") as ctx:
+    params = ctx.section
     start = time.perf_counter()
     result = probe_model(model, "data/features",
                          lambda task: load_from_disk(f"data/raw/tasks/{task}/dataset"), params)

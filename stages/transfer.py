@@ -63,7 +63,10 @@ with stage(f"transfer@{task}-{method}", None) as ctx:
                                  for part in runs[0]["mix_weights"]}
     record["train_examples"] = len(splits["train"])
     record["eval_examples"] = len(splits[eval_split])
-    record["seconds"] = round(time.perf_counter() - start, 1)
+    # Timings go to MLflow only: this file is a DVC output and must be the same bytes every run.
+    if ctx.run:
+        ctx.run.log_metrics({"seconds": time.perf_counter() - start,
+                             "train_tokens": sum(r["train_tokens"] for r in runs)})
     write_json(out, record)
     headline = record["scores"][record["primary"]]
     ctx.summary(**{record["primary"]: f"{headline['mean']:.4f} ± {headline['std']:.4f}"})

@@ -231,6 +231,20 @@ class ExtractParams:
     bert_max_seq_len: int = param(512, ge=16, le=8192)
 
 
+@dataclass
+class ProbeParams:
+    """``probe``: caps and optimiser of the per-layer linear probes."""
+
+    max_train_words: int = param(20000, ge=1, doc="ud_pos: training words (whole sentences)")
+    max_train_pairs: int = param(5000, ge=1, doc="wic: training sentence pairs")
+    max_eval_examples: int = param(0, ge=0, doc="validation sentences / pairs; 0 = all")
+    epochs: int = param(10, ge=1)
+    batch_size: int = param(256, ge=1)
+    lr: float = param(0.01, gt=0.0, le=10.0)
+    weight_decay: float = param(0.0, ge=0.0, le=1.0)
+    seed: int = param(0, ge=0)
+
+
 def check_grid(params: dict, task: str, method: str, root: Path | str = ".") -> None:
     """The cell is in the grid, and params.yaml's grid (which DVC expands) is the profile's."""
     grid = params.get("grid") or {}
@@ -268,6 +282,7 @@ def load_transfer(method: str, root: Path | str = ".", params: dict | None = Non
 
 SECTIONS: dict[str, type] = {
     "extract": ExtractParams,
+    "probe": ProbeParams,
     "data": DataParams,
     "tokenize": TokenizeParams,
     "pretrain_bilm": BiLMParams,

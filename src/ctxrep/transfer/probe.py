@@ -20,6 +20,7 @@ Tasks (the ELMo paper's §5.3 probes, on the data this project has):
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +29,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ctxrep.config import as_dict, from_dict, param
+from ctxrep.config import ProbeParams, as_dict, from_dict
 from ctxrep.transfer.features import FeatureStore, FieldFeatures, words_with_spans
 
 # task -> the metric the probe reports (the task's primary metric)
@@ -36,22 +37,8 @@ PROBE_METRICS = {"ud_pos": "token_accuracy", "wic": "accuracy"}
 TRAIN_SPLIT, EVAL_SPLIT = "train", "validation"
 
 
-@dataclass
-class ProbeParams:
-    """``probe``: caps and optimiser of the per-layer linear probes."""
-
-    max_train_words: int = param(20000, ge=1, doc="ud_pos: training words (whole sentences)")
-    max_train_pairs: int = param(5000, ge=1, doc="wic: training sentence pairs")
-    max_eval_examples: int = param(0, ge=0, doc="validation sentences / pairs; 0 = all")
-    epochs: int = param(10, ge=1)
-    batch_size: int = param(256, ge=1)
-    lr: float = param(0.01, gt=0.0, le=10.0)
-    weight_decay: float = param(0.0, ge=0.0, le=1.0)
-    seed: int = param(0, ge=0)
-
-
 def load_params(params: dict) -> ProbeParams:
-    """The ``probe:`` section of the merged params, validated; the defaults where it is absent."""
+    """The ``probe:`` section of the merged params, validated."""
     return from_dict(ProbeParams, params.get("probe", {}), "probe")
 
 
@@ -186,6 +173,21 @@ def probe_accuracy(probe: nn.Linear, x: torch.Tensor, y: torch.Tensor) -> float:
     return (probe(x).argmax(dim=1) == y).float().mean().item()
 
 
+@contextlib.contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """Run torch on one intra-op thread, then restore the setting.
+
+    A probe's matrices are small: a thread pool only adds overhead (and, on shared cores, can
+    make training tens of times slower), while one thread also fixes the reduction order."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+@one_torch_thread()
 def layer_scores(train: ProbeData, evaluation: ProbeData, n_classes: int,
                  params: ProbeParams) -> list[float]:
     """The validation accuracy of a probe trained on each layer alone, layer 0 first."""
