@@ -32,7 +32,7 @@ $(STAMP): pyproject.toml requirements.lock
 
 repro: $(STAMP)
 	@test -d .git || { echo "make repro needs a git checkout (DVC experiments)"; exit 2; }
-	$(BIN)/dvc exp run $$($(BIN)/python -m ctxrep.config dvc-args $(PROFILE))
+	eval "$(BIN)/dvc exp run $$($(BIN)/python -m ctxrep.config dvc-args $(PROFILE))"
 	@$(BIN)/dvc metrics show
 
 test: $(STAMP)

@@ -8,10 +8,10 @@ Reads ``data/features/<model>/<task>/`` (extract) and ``data/raw/tasks/<task>/da
 import sys
 import time
 
-from datasets import load_from_disk
-
+from ctxrep import config
 from ctxrep.io import write_json
 from ctxrep.stage import stage
+from ctxrep.transfer.data import load_task
 from ctxrep.transfer.probe import probe_model
 
 MODELS = ("bilm", "bert")
@@ -23,8 +23,9 @@ model = sys.argv[1]
 with stage(f"probe@{model}", "probe") as ctx:
     params = ctx.section
     start = time.perf_counter()
-    result = probe_model(model, "data/features",
-                         lambda task: load_from_disk(f"data/raw/tasks/{task}/dataset"), params)
+    # The examples extract featurized: the same subsample transfer uses (transfer.common).
+    common, _ = config.load_transfer("elmo", params=ctx.params)
+    result = probe_model(model, "data/features", lambda task: load_task(task, common), params)
     write_json(f"metrics/probe/{model}.json", result)
     if ctx.run:
         ctx.run.log_metrics({f"{task}.layer{j}": score

@@ -133,6 +133,7 @@ def scratch_repo(dest: Path) -> Path:
     for name in ("stages", "profiles", ".dvc"):
         shutil.copytree(REPO / name, dest / name, ignore=shutil.ignore_patterns("tmp", "cache",
                                                                                "__pycache__"))
+    set_profile(dest, "default")  # whatever the workspace was last switched to
     # dvc.yaml's code deps point into src/: link the installed package source.
     (dest / "src").mkdir()
     os.symlink(REPO / "src" / "ctxrep", dest / "src" / "ctxrep")

@@ -159,6 +159,7 @@ def test_probe_stage_end_to_end(tmp_path):
     repo = scratch_repo(tmp_path)
     dataset = make_ud_pos(repo / "data/features/bilm/ud_pos", np.random.default_rng(3))
     dataset.save_to_disk(str(repo / "data/raw/tasks/ud_pos/dataset"))
+    (repo / "data/raw/tasks/ud_pos/MANIFEST.json").write_text('{"available": true}')
     proc = run_stage(repo, "probe.py", "bilm")
     assert "[probe@bilm] done" in proc.stdout
     result = json.loads((repo / "metrics/probe/bilm.json").read_text())

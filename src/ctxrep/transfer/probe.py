@@ -212,7 +212,9 @@ def probe_task(task: str, store: FeatureStore, dataset, params: ProbeParams) -> 
     """Per-layer probe scores of one task: the ``tasks.<task>`` entry of the probe JSON."""
     cap = params.max_train_words if task == "ud_pos" else params.max_train_pairs
     train = task_items(task, store, dataset, TRAIN_SPLIT, cap, params.seed)
-    evaluation = task_items(task, store, dataset, EVAL_SPLIT, params.max_eval_examples, None)
+    # The split extract wrote beside train (transfer.common.eval_split): validation by default.
+    eval_split = EVAL_SPLIT if EVAL_SPLIT in dataset else next(s for s in dataset if s != TRAIN_SPLIT)
+    evaluation = task_items(task, store, dataset, eval_split, params.max_eval_examples, None)
     return {"metric": PROBE_METRICS[task],
             "layers": layer_scores(train, evaluation, n_classes(task, dataset), params),
             "train_examples": train.n_examples, "train_items": train.n_items,
