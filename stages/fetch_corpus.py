@@ -10,6 +10,7 @@ OUT = Path("data/raw/corpus")
 with stage("fetch_corpus", "data") as ctx:
     p = ctx.section
     spec = registry.CORPORA[p.corpus]
-    manifest = sources.fetch(spec, p.source, {"seed": p.seed}, OUT, max_rows=p.corpus_max_docs)
+    manifest = sources.fetch(spec, p.source, {"seed": p.seed}, OUT, max_rows=p.corpus_max_docs,
+                             verify_sha256=p.verify_sha256)
     ctx.summary(source=manifest["source"], docs=manifest["rows"]["train"],
                 fallback=bool(manifest["fallback"]))

@@ -19,7 +19,7 @@ with stage(f"fetch_tasks@{task}", "data") as ctx:
     try:
         manifest = sources.fetch(spec, p.source, {"seed": p.seed,
                                                   "squad_train_fraction": p.squad_train_fraction},
-                                 out)
+                                 out, verify_sha256=p.verify_sha256)
         ctx.summary(source=manifest["source"], **manifest["rows"])
     except sources.Unavailable as e:
         logging.getLogger("ctxrep").warning("TASK UNAVAILABLE: %s", e)

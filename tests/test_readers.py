@@ -113,3 +113,15 @@ def test_squad_split_is_by_article_and_seeded():
     assert (len(train), len(val)) == (24, 6)
     assert R.split_articles(articles, 0.8, seed=1) == (train, val)
     assert R.split_articles(articles, 0.8, seed=2) != (train, val)
+
+
+def test_glue_style_tsv_pair_reader(tmp_path):
+    path = tmp_path / "train.tsv"
+    path.write_text("index\tsentence1\tsentence2\tlabel\n0\tA man runs.\tA person moves.\tentailment\n"
+                    "1\tIt rains.\tThe sun shines.\tnot_entailment\n")
+    rows = list(R.tsv_pair(path, R.ReadStats(), "sentence1", "sentence2", "label",
+                           ["entailment", "not_entailment"]))
+    assert rows[1] == {"text": "It rains.", "text_pair": "The sun shines.", "label": 1}
+    path.write_text("index\tsentence1\tsentence2\tlabel\n0\ta\tb\tmaybe\n")
+    with pytest.raises(R.DataError, match=r"train.tsv:2: label 'maybe'"):
+        list(R.tsv_pair(path, R.ReadStats(), "sentence1", "sentence2", "label", ["yes", "no"]))

@@ -10,7 +10,7 @@ from ctxrep.data import registry, sources
 
 
 def test_mirror_serves_and_manifest_records_hashes(mirror_env, tmp_path):
-    manifest = sources.fetch(registry.get("sst2"), "auto", {}, tmp_path / "sst2")
+    manifest = sources.fetch(registry.get("sst2"), "auto", {}, tmp_path / "sst2", verify_sha256=False)
     assert manifest["source"] == "mirror"
     assert set(manifest["files"]) == {"tasks/sst/stsa.binary.train", "tasks/sst/stsa.binary.dev",
                                       "tasks/sst/stsa.binary.test"}
@@ -67,13 +67,14 @@ def test_broken_mirror_file_stops_and_leaves_nothing(tiny_mirror, tmp_path, monk
     monkeypatch.setenv("CTXREP_DATA_MIRROR", str(mirror))
     out = tmp_path / "out" / "conll2003"
     with pytest.raises(DataError, match=r"dev.txt:\d+: expected 4 columns"):
-        sources.fetch(registry.get("conll2003"), "auto", {}, out)
+        sources.fetch(registry.get("conll2003"), "auto", {}, out, verify_sha256=False)
     assert not out.exists() and list(out.parent.iterdir()) == []
 
 
 def test_every_task_reads_from_fixture_mirror(mirror_env, tmp_path):
     for name, spec in registry.TASKS.items():
-        m = sources.fetch(spec, "mirror", {"seed": 0, "squad_train_fraction": 0.6}, tmp_path / name)
+        m = sources.fetch(spec, "mirror", {"seed": 0, "squad_train_fraction": 0.6}, tmp_path / name,
+                          verify_sha256=False)
         assert all(n > 0 for n in m["rows"].values()), name
 
 
@@ -91,3 +92,25 @@ def test_real_mirror_row_counts_match_published_splits(task, tmp_path):
     m = sources.fetch(registry.get(task), "mirror", {}, tmp_path / task)
     assert (m["rows"]["train"], m["rows"]["validation"], m["rows"]["test"]) == PUBLISHED[task]
     assert m["replaced_non_utf8_lines"] == 0
+
+
+def test_pinned_sha256_rejects_a_modified_copy(mirror_env, tmp_path):
+    from ctxrep.data.readers import DataError
+
+    with pytest.raises(DataError, match=r"stsa.binary.train: sha256 .* does not match .* pinned"):
+        sources.fetch(registry.get("sst2"), "mirror", {}, tmp_path / "x")
+    assert not (tmp_path / "x").exists()
+
+
+def test_corrupted_arrow_file_is_named_by_verify(mirror_env, tmp_path):
+    from ctxrep.data.readers import DataError
+
+    out = tmp_path / "sst5"
+    sources.fetch(registry.get("sst5"), "mirror", {}, out, verify_sha256=False)
+    sources.verify(out)
+    arrow = next((out / "dataset" / "train").glob("*.arrow"))
+    data = bytearray(arrow.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    arrow.write_bytes(bytes(data))
+    with pytest.raises(DataError, match=r"train/data-00000-of-00001.arrow: sha256 differs"):
+        sources.verify(out)

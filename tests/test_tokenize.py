@@ -89,6 +89,7 @@ def test_corpus_without_usable_sentences_is_an_error(tmp_path, monkeypatch):
     datasets.DatasetDict({"train": datasets.Dataset.from_dict(
         {"doc_id": ["1"], "title": ["t"], "text": ["Hi."]}, features=CORPUS)}).save_to_disk(
         str(raw / "dataset"))
+    (raw / "MANIFEST.json").write_text('{"available": true, "outputs": {}}')
     (tmp_path / "out").mkdir()
     with pytest.raises(ValueError, match="no document has a sentence"):
         build(raw, tmp_path / "out", _params())

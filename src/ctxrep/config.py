@@ -60,6 +60,7 @@ class DataParams:
     squad_train_fraction: float = param(0.8, gt=0.0, lt=1.0,
                                         doc="SQuAD dev articles used as train (split by article)")
     seed: int = param(0, ge=0)
+    verify_sha256: bool = param(True, doc="check mirror files against the registry's pinned sha256")
 
 
 @dataclass

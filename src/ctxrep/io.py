@@ -98,3 +98,17 @@ def md5_file(path: Path | str, chunk: int = 1 << 20) -> str:
         while block := f.read(chunk):
             h.update(block)
     return h.hexdigest()
+
+
+def load_safetensors(path: Path | str) -> dict:
+    """Tensors from a safetensors file; a truncated or corrupt file is an error naming it."""
+    from safetensors.torch import load_file
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: weights file not found")
+    try:
+        return load_file(str(path))
+    except Exception as e:  # noqa: BLE001 — safetensors raises several types for bad bytes
+        raise ValueError(f"{path}: not a readable safetensors file ({e.__class__.__name__}: {e}); "
+                         f"truncated or corrupt — rerun the stage that wrote it") from e

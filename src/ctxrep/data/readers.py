@@ -280,3 +280,25 @@ def split_articles(articles: list[list[dict]], train_fraction: float, seed: int)
     n_train = max(1, min(len(order) - 1, round(train_fraction * len(order))))
     pick = lambda idx: [row for i in sorted(idx) for row in articles[i]]  # noqa: E731
     return pick(order[:n_train]), pick(order[n_train:])
+
+
+def tsv_pair(path: Path, stats: ReadStats, text: str, text_pair: str, label: str,
+             labels: list[str]) -> Iterator[dict]:
+    """A GLUE-style TSV with a header row: two text columns and a label column, by name."""
+    header = None
+    for n, line in read_lines(path, stats):
+        if not line.strip():
+            continue
+        cols = line.split("\t")
+        if header is None:
+            header = cols
+            missing = [c for c in (text, text_pair, label) if c not in header]
+            if missing:
+                raise DataError(path, f"header lacks columns {missing}", n)
+            continue
+        if len(cols) != len(header):
+            raise DataError(path, f"expected {len(header)} tab-separated columns, got {len(cols)}", n)
+        row = dict(zip(header, cols))
+        if row[label] not in labels:
+            raise DataError(path, f"label {row[label]!r} is not one of {labels}", n)
+        yield {"text": row[text], "text_pair": row[text_pair], "label": labels.index(row[label])}

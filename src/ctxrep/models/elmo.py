@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 from torch import nn
 
+from ctxrep.io import load_safetensors
 from ctxrep.models.bilm import BiLM, BiLMConfig
 from ctxrep.text.elmo_chars import ELMO_CHAR_SPEC, CharIdSpec, batch_to_char_ids, char_ids_mask, word_to_char_ids
 
@@ -113,5 +114,5 @@ class Elmo(nn.Module):
         with open(directory / VOCAB_FILE, encoding="utf-8", newline="") as f:
             vocab = f.read().split("\n")[:-1]  # one word per line, every line ends with \n
         bilm = BiLM(config)
-        bilm.load_state_dict(load_file(str(directory / WEIGHTS_FILE)), strict=True)
+        bilm.load_state_dict(load_safetensors(directory / WEIGHTS_FILE), strict=True)
         return cls(bilm, vocab, char_spec).to(device).eval()

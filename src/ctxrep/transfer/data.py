@@ -24,10 +24,12 @@ def load_task(task: str, common) -> dict:
     """{"train": Dataset, <eval_split>: Dataset}, subsampled by ``transfer.common``."""
     import datasets
 
+    from ctxrep.data.sources import verify
+
     manifest_path = task_dir(task) / "MANIFEST.json"
     if not manifest_path.exists():
         raise FileNotFoundError(f"{manifest_path}: missing; run fetch_tasks@{task} first")
-    manifest = json.loads(manifest_path.read_text())
+    manifest = verify(task_dir(task))
     if not manifest.get("available"):
         raise TaskUnavailable(manifest.get("reason", f"task {task} is unavailable"))
     dd = datasets.load_from_disk(str(task_dir(task) / "dataset"))

@@ -1,0 +1,121 @@
+"""Fault injection: kill -9 in data stages, corrupted inputs, concurrent runs, bad params.
+
+The training-side faults (kill -9 mid-training, NaN, half-written checkpoints) are covered in
+test_loop.py and test_pipeline_models.py."""
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.conftest import run_stage, scratch_repo, set_profile
+
+pytestmark = pytest.mark.slow
+
+
+def tree_hash(root):
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            h.update(str(p.relative_to(root)).encode())
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def stage_env(repo, mirror):
+    return {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{repo / 'mlflow.db'}",
+            "CTXREP_DATA_MIRROR": str(mirror)}
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory, tiny_mirror):
+    """A clean tiny-profile run of the data stages, for reference bytes."""
+    repo = scratch_repo(tmp_path_factory.mktemp("clean"))
+    set_profile(repo, "tiny")
+    env = {"CTXREP_DATA_MIRROR": str(tiny_mirror)}
+    run_stage(repo, "fetch_corpus.py", env=env)
+    run_stage(repo, "tokenize_corpus.py", env=env)
+    return repo
+
+
+def kill_when(repo, script, args, mirror, condition, timeout=120):
+    proc = subprocess.Popen([sys.executable, f"stages/{script}", *args], cwd=repo,
+                            env=stage_env(repo, mirror), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.time() + timeout
+    while time.time() < deadline and proc.poll() is None:
+        if condition():
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            return True
+        time.sleep(0.005)
+    proc.wait()
+    return False
+
+
+def test_kill_9_during_tokenize_leaves_nothing_and_rerun_is_identical(clean, tmp_path,
+                                                                       tiny_mirror):
+    repo = scratch_repo(tmp_path)
+    set_profile(repo, "tiny")
+    run_stage(repo, "fetch_corpus.py", env={"CTXREP_DATA_MIRROR": str(tiny_mirror)})
+    in_progress = lambda: any((repo / "data").glob(".tokenized.tmp-*/train/*.arrow"))  # noqa: E731
+    assert kill_when(repo, "tokenize_corpus.py", [], tiny_mirror, in_progress)
+    assert not (repo / "data/tokenized").exists(), "a killed tokenize left an output in place"
+    run_stage(repo, "tokenize_corpus.py", env={"CTXREP_DATA_MIRROR": str(tiny_mirror)})
+    assert tree_hash(repo / "data/tokenized") == tree_hash(clean / "data/tokenized")
+    assert not list((repo / "data").glob(".tokenized.tmp-*")), "stale temporaries remain"
+
+
+def test_kill_9_during_fetch_leaves_nothing(tmp_path, tiny_mirror):
+    repo = scratch_repo(tmp_path)
+    writing = lambda: any((repo / "data/raw/tasks").glob(".*.tmp-*"))  # noqa: E731
+    kill_when(repo, "fetch_task.py", ["squad"], tiny_mirror, writing)
+    out = repo / "data/raw/tasks/squad"
+    assert not out.exists() or (out / "MANIFEST.json").exists()
+    run_stage(repo, "fetch_task.py", "squad", env={"CTXREP_DATA_MIRROR": str(tiny_mirror)})
+    assert json.loads((out / "MANIFEST.json").read_text())["available"]
+
+
+def test_corrupted_tokenized_shard_is_named(clean, tmp_path):
+    import shutil
+
+    from ctxrep.data.tokenized import TokenizedCorpus
+
+    copy = tmp_path / "tokenized"
+    shutil.copytree(clean / "data/tokenized", copy)
+    shard = sorted((copy / "train").glob("*.arrow"))[0]
+    shard.write_bytes(shard.read_bytes()[:200])
+    with pytest.raises(ValueError, match=r"shard-00000.arrow: not a readable Arrow stream"):
+        list(TokenizedCorpus(copy).documents("train"))
+
+
+def test_truncated_safetensors_is_named(tmp_path):
+    import torch
+    from safetensors.torch import save_file
+
+    from ctxrep.io import load_safetensors
+
+    path = tmp_path / "model.safetensors"
+    save_file({"w": torch.zeros(100, 100)}, str(path))
+    path.write_bytes(path.read_bytes()[:1000])
+    with pytest.raises(ValueError, match=r"model.safetensors: not a readable safetensors file"):
+        load_safetensors(path)
+
+
+def test_two_concurrent_repros_fail_cleanly_on_the_lock(clean, tiny_mirror):
+    dvc = os.path.join(os.path.dirname(sys.executable), "dvc")
+    env = {**stage_env(clean, tiny_mirror),
+           "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
+    first = subprocess.Popen([dvc, "repro", "-f", "fetch_corpus"], cwd=clean, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    time.sleep(1.0)
+    second = subprocess.run([dvc, "repro", "fetch_corpus"], cwd=clean, env=env,
+                            capture_output=True, text=True, timeout=120)
+    first.communicate(timeout=300)
+    assert second.returncode != 0
+    assert "lock" in (second.stdout + second.stderr).lower()
