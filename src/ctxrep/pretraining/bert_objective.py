@@ -72,8 +72,8 @@ class BertObjective:
                      for i in indices]
         return self._collate(instances, self.p.seed * 1_000_003 + step)
 
-    def loss(self, batch: dict, model=None):
-        out = (model or self.model)(**batch)
+    def loss(self, batch: dict, model):
+        out = model(**batch)
         logs = {"loss": out.loss.item(), "mlm_loss": out.mlm_loss.item(),
                 "mlm_acc": (out.mlm_correct / out.mlm_count.clamp(min=1)).item()}
         if out.nsp_loss is not None:

@@ -79,13 +79,26 @@ def load_sentences(corpus: TokenizedCorpus, split: str, types: WordTypes,
     return SentenceArrays(np.asarray(ids, dtype=np.int32), np.asarray(offsets, dtype=np.int64))
 
 
+class LMLossModule(torch.nn.Module):
+    """``forward`` = :meth:`BiLM.lm_loss`, so DDP and ``torch.compile`` wrappers see the whole
+    loss computation as a forward pass (DDP synchronises gradients only through ``forward``)."""
+
+    def __init__(self, bilm: BiLM):
+        super().__init__()
+        self.bilm = bilm
+
+    def forward(self, char_ids, target_ids, mask):
+        return self.bilm.lm_loss(char_ids, target_ids, mask)
+
+
 class BiLMObjective:
     """Forward + backward LM NLL on length-bucketed sentence batches (see ``loop.Objective``)."""
 
-    def __init__(self, model: BiLM, train: SentenceArrays, heldout: SentenceArrays,
+    def __init__(self, bilm: BiLM, train: SentenceArrays, heldout: SentenceArrays,
                  char_table: torch.Tensor, target_table: torch.Tensor, batch_size: int,
                  seed: int, device: torch.device):
-        self.model, self.train, self.heldout = model, train, heldout
+        self.bilm, self.model = bilm, LMLossModule(bilm)
+        self.train, self.heldout = train, heldout
         self.char_table, self.target_table = char_table, target_table
         self.batch_size, self.seed, self.device = batch_size, seed, device
         self._lengths = train.lengths().tolist()
@@ -111,10 +124,8 @@ class BiLMObjective:
     def batch(self, indices: list[int], step: int) -> dict:
         return self._tensors(self.train, indices)
 
-    def loss(self, batch: dict, model=None):
-        model = model or self.model
-        lm = (model.module if hasattr(model, "module") else model).lm_loss(
-            batch["char_ids"], batch["targets"], batch["mask"])
+    def loss(self, batch: dict, model):
+        lm = model(batch["char_ids"], batch["targets"], batch["mask"])
         tokens = int(batch["mask"].sum())
         loss = lm.loss
         return loss, {"loss": loss.item(), "loss_forward": (lm.forward_nll / lm.forward_tokens).item(),
@@ -126,7 +137,7 @@ class BiLMObjective:
         order = sorted(range(len(self.heldout)), key=lambda i: self.heldout.lengths()[i])
         for start in range(0, len(order), self.batch_size):
             b = self._tensors(self.heldout, order[start:start + self.batch_size])
-            lm = self.model.exact_nll(b["char_ids"], b["targets"], b["mask"])
+            lm = self.bilm.exact_nll(b["char_ids"], b["targets"], b["mask"])
             nll_f += float(lm.forward_nll)
             nll_b += float(lm.backward_nll)
             n_f += float(lm.forward_tokens)

@@ -58,8 +58,11 @@ class Objective(Protocol):
     def batch(self, indices: list[int], step: int) -> dict:
         """Tensors for one micro-batch; random choices (masking) seeded by ``step``."""
 
-    def loss(self, batch: dict) -> tuple[torch.Tensor, dict, int]:
-        """(mean loss to backpropagate, floats to log, tokens processed)."""
+    def loss(self, batch: dict, model: nn.Module) -> tuple[torch.Tensor, dict, int]:
+        """(mean loss to backpropagate, floats to log, tokens processed).
+
+        Run the forward pass through ``model``, not ``self.model``: during training it is the
+        DDP / compiled wrapper, whose backward all-reduces the gradients."""
 
     def evaluate(self) -> dict:
         """Held-out metrics (no grad)."""
@@ -262,8 +265,7 @@ def train(objective: Objective, cfg: LoopConfig, ckpt_dir: Path, run=None,
             ctx = contextlib.nullcontext() if sync or not hasattr(train_model, "no_sync") \
                 else train_model.no_sync()
             with ctx, autocast:
-                loss, logs, tokens = objective.loss(batch, model=train_model) \
-                    if _takes_model(objective) else objective.loss(batch)
+                loss, logs, tokens = objective.loss(batch, train_model)
             if not torch.isfinite(loss):
                 raise NonFiniteLoss(
                     f"non-finite loss {loss.item()} at step {step} (micro-batch {i}, example "
@@ -314,12 +316,6 @@ def train(objective: Objective, cfg: LoopConfig, ckpt_dir: Path, run=None,
     if run is not None and d.main:
         run.log_metrics(result.final_eval, step=cfg.steps)
     return result
-
-
-def _takes_model(objective) -> bool:
-    import inspect
-
-    return "model" in inspect.signature(objective.loss).parameters
 
 
 def _evaluate(objective: Objective, autocast) -> dict:

@@ -123,8 +123,8 @@ class FeatureTaskObjective:
     def batch(self, indices: list[int], step: int) -> dict:
         return self._batch("train", indices)
 
-    def loss(self, batch: dict):
-        out = self.model(batch)
+    def loss(self, batch: dict, model):
+        out = model(batch)
         if self.kind == "span_qa":
             loss = F.cross_entropy(out[0], batch["start"]) + F.cross_entropy(out[1], batch["end"])
         elif self.kind == "tagging":

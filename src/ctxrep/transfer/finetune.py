@@ -518,8 +518,8 @@ class FinetuneObjective:
     def batch(self, indices: list[int], step: int) -> dict:
         return collate([self.train_features[i] for i in indices], self.task, self.pad_id, self.device)
 
-    def loss(self, batch: dict) -> tuple[torch.Tensor, dict, int]:
-        loss = self.task.loss(self.model(batch), batch)
+    def loss(self, batch: dict, model) -> tuple[torch.Tensor, dict, int]:
+        loss = self.task.loss(model(batch), batch)
         return loss, {"loss": float(loss.detach())}, int(batch["attention_mask"].sum())
 
     def evaluate(self) -> dict:
