@@ -93,3 +93,15 @@ def test_corpus_without_usable_sentences_is_an_error(tmp_path, monkeypatch):
     (tmp_path / "out").mkdir()
     with pytest.raises(ValueError, match="no document has a sentence"):
         build(raw, tmp_path / "out", _params())
+
+
+def test_document_encoding_equals_sentence_encoding(raw_corpus, tmp_path):
+    """The one-call-per-document encoding (split at [SEP]) is exactly per-sentence encoding,
+    including for a text that itself contains "[SEP]"."""
+    from ctxrep.data import tokenized as T
+
+    build(raw_corpus, tmp_path, _params())
+    T._load_tokenizer(str(tmp_path / "tokenizer.json"))
+    docs = [["The river bank.", "Un café à Paris!"], ["A [SEP] inside.", "x y z"]]
+    expected = [[T._tokenizer.encode(s, add_special_tokens=False).ids for s in d] for d in docs]
+    assert T._encode_documents(docs) == expected

@@ -124,29 +124,44 @@ def _load_tokenizer(path: str):
     _tokenizer = Tokenizer.from_file(path)
 
 
+def _encode_documents(docs: list[list[str]]) -> list[list[list[int]]]:
+    """WordPiece ids per sentence of each document, with one tokenizer call per document.
+
+    Sentences are joined with `` [SEP] `` (an added token, matched before normalization, and
+    WordPiece never merges across whitespace), so splitting the ids at [SEP] gives exactly the
+    per-sentence encodings at the cost of one Encoding object per document, not per sentence.
+    A document whose text itself contains "[SEP]" is encoded sentence by sentence instead."""
+    sep = _tokenizer.token_to_id("[SEP]")
+    encodings = _tokenizer.encode_batch_fast([" [SEP] ".join(d) + " [SEP]" for d in docs],
+                                             add_special_tokens=False)
+    out = []
+    for doc, enc in zip(docs, encodings):
+        ids = enc.ids
+        cuts = [i for i, t in enumerate(ids) if t == sep]
+        if len(cuts) != len(doc):
+            out.append([e.ids for e in _tokenizer.encode_batch_fast(doc, add_special_tokens=False)])
+            continue
+        starts = [0] + [c + 1 for c in cuts[:-1]]
+        out.append([ids[a:b] for a, b in zip(starts, cuts)])
+    return out
+
+
 def _wordpiece_shard(job) -> dict:
-    """Encode every sentence of a shard in one batch call, then regroup by document."""
-    import numpy as np
+    """Encode a shard's documents and append the ``wordpieces`` column."""
     import pyarrow.compute as pc
 
     src, dst = job
     table = read_shard(Path(src))
     if "wordpieces" in table.column_names:  # re-encoding a finished shard (benchmarks)
         table = table.drop_columns(["wordpieces"])
-    sentences = table.column("sentences").combine_chunks()
-    encodings = _tokenizer.encode_batch_fast(pc.list_flatten(sentences).to_pylist(),
-                                             add_special_tokens=False)
-    lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int32, count=len(encodings))
-    flat_ids = pa.array(np.fromiter((i for e in encodings for i in e.ids), dtype=np.int32,
-                                    count=int(lengths.sum())))
-    per_sentence = pa.ListArray.from_arrays(pa.array(np.concatenate([[0], np.cumsum(lengths)]),
-                                                     pa.int32()), flat_ids)
-    wordpieces = pa.ListArray.from_arrays(sentences.offsets, per_sentence)
-    table = table.append_column("wordpieces", wordpieces).cast(SCHEMA)
-    write_shard(Path(dst), table)
+    wordpieces = _encode_documents(table.column("sentences").to_pylist())
+    table = table.append_column("wordpieces", pa.array(wordpieces, SCHEMA.field("wordpieces").type))
+    write_shard(Path(dst), table.cast(SCHEMA))
+    n_sentences = pc.sum(pc.list_value_length(table.column("sentences"))).as_py() or 0
     n_words = pc.sum(pc.list_value_length(pc.list_flatten(table.column("words")))).as_py() or 0
-    return {"docs": table.num_rows, "sentences": len(encodings), "words": n_words,
-            "wordpieces": int(lengths.sum())}
+    n_pieces = sum(len(s) for d in wordpieces for s in d)
+    return {"docs": table.num_rows, "sentences": n_sentences, "words": n_words,
+            "wordpieces": n_pieces}
 
 
 def run_pool(fn, jobs, num_proc: int, desc: str, initializer=None, initargs=()):
