@@ -32,12 +32,12 @@ def repo(tmp_path_factory, tiny_mirror):
 
 def test_outputs_and_manifests(repo):
     manifest = json.loads((repo / "data/raw/corpus/MANIFEST.json").read_text())
-    assert manifest["source"] == "mirror" and manifest["rows"]["train"] == 80
+    assert manifest["source"] == "mirror" and manifest["rows"]["train"] == 60  # tiny: corpus_max_docs
     for task in ("sst2", "conll2003", "ud_pos", "wic", "sick", "squad"):
         m = json.loads((repo / f"data/raw/tasks/{task}/MANIFEST.json").read_text())
         assert m["available"] and m["source"] == "mirror", task
     meta = json.loads((repo / "data/tokenized/meta.json").read_text())
-    assert meta["splits"]["train"]["docs"] + meta["splits"]["validation"]["docs"] == 80
+    assert meta["splits"]["train"]["docs"] + meta["splits"]["validation"]["docs"] == 60
     assert json.loads((repo / "metrics/tokenize.json").read_text())["train_docs"] > 0
     assert not list((repo / "data").rglob(".*.tmp-*")), "a temporary output was left behind"
 
