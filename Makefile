@@ -33,7 +33,7 @@ $(STAMP): pyproject.toml requirements.lock
 repro: $(STAMP)
 	@test -d .git || { echo "make repro needs a git checkout (DVC experiments)"; exit 2; }
 	eval "$(BIN)/dvc exp run $$($(BIN)/python -m ctxrep.config dvc-args $(PROFILE))"
-	@$(BIN)/dvc metrics show
+	@echo "ctxrep: done. Report: reports/report.md; numbers: dvc metrics show / dvc exp show"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
