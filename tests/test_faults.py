@@ -119,3 +119,48 @@ def test_two_concurrent_repros_fail_cleanly_on_the_lock(clean, tiny_mirror):
     first.communicate(timeout=300)
     assert second.returncode != 0
     assert "lock" in (second.stdout + second.stderr).lower()
+
+
+def test_queued_experiments_with_two_workers_both_reach_mlflow(tmp_path, tiny_mirror):
+    """`dvc exp run --queue` runs stages in copies under .dvc/tmp/exps/: both must log to the
+    repo's own store (tracking.repo_root sees through the copy)."""
+    import mlflow
+
+    repo = scratch_repo(tmp_path)
+    dvc = os.path.join(os.path.dirname(sys.executable), "dvc")
+    env = {**os.environ, "CTXREP_DATA_MIRROR": str(tiny_mirror),
+           "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    for seed in (1, 2):
+        subprocess.run([dvc, "exp", "run", "--queue", "-S", f"data.seed={seed}", "-n", f"s{seed}",
+                        "fetch_tasks@squad"], cwd=repo, env=env, check=True, capture_output=True)
+    subprocess.run([dvc, "queue", "start", "-j", "2"], cwd=repo, env=env, check=True,
+                   capture_output=True)
+    deadline = time.time() + 300
+    while time.time() < deadline:
+        status = subprocess.run([dvc, "queue", "status"], cwd=repo, env=env,
+                                capture_output=True, text=True).stdout
+        if status.count("Success") >= 2 or "Failed" in status:
+            break
+        time.sleep(2)
+    subprocess.run([dvc, "queue", "stop"], cwd=repo, env=env, capture_output=True)
+    assert status.count("Success") >= 2, status
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{repo / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("ctxrep").experiment_id])
+    names = sorted(r.data.tags.get("dvc_exp_name", "") for r in runs
+                   if r.info.run_name == "fetch_tasks@squad")
+    assert names == ["s1", "s2"]
+
+
+@pytest.mark.parametrize("section,values,key", [
+    ("pretrain_bilm", {"projection_dim": 512, "cell_dim": 256}, "pretrain_bilm.projection_dim"),
+    ("pretrain_bert", {"max_seq_len": 1024, "max_position_embeddings": 512},
+     "pretrain_bert.max_seq_len"),
+    ("pretrain_bert", {"mlm_prob": 1.5}, "pretrain_bert.mlm_prob"),
+])
+def test_contradictory_params_are_named(section, values, key):
+    from ctxrep import config
+
+    with pytest.raises(config.ParamError) as e:
+        config.from_dict(config.SECTIONS[section], values, section)
+    assert e.value.key == key

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Iterator
 
 import yaml
+from filelock import FileLock
 
 log = logging.getLogger(__name__)
 
@@ -121,8 +122,14 @@ def stage_run(stage: str, params: dict | None = None) -> Iterator[StageRun]:
 
     logging.getLogger("alembic").setLevel(logging.WARNING)
     root = repo_root()
-    mlflow.set_tracking_uri(tracking_uri())
-    mlflow.set_experiment("ctxrep")
+    uri = tracking_uri()
+    mlflow.set_tracking_uri(uri)
+    # Stages of queued experiments start together; the first to touch a new SQLite store creates
+    # its schema, and two doing so at once collide ("duplicate column"): serialise that step.
+    lock = (FileLock(uri.removeprefix("sqlite:///") + ".lock", timeout=600)
+            if uri.startswith("sqlite:///") else contextlib.nullcontext())
+    with lock:
+        mlflow.set_experiment("ctxrep")
     tags = {"stage": stage, **git_state(Path.cwd())}
     if os.environ.get("DVC_EXP_NAME"):
         tags["dvc_exp_name"] = os.environ["DVC_EXP_NAME"]

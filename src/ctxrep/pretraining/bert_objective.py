@@ -30,6 +30,7 @@ class BertObjective:
     def __init__(self, model: BertForPreTraining, train_docs, heldout_docs, vocab: dict, p,
                  device: torch.device):
         self.model, self.p, self.device = model, p, device
+        self.has_unused_parameters = not p.nsp  # the NSP head (see loop.train under DDP)
         self.train_docs = train_docs
         self.special = SpecialTokens.from_vocab(vocab)
         self.collate = PretrainingCollator.from_vocab(vocab, mlm_prob=p.mlm_prob,

@@ -229,8 +229,11 @@ def train(objective: Objective, cfg: LoopConfig, ckpt_dir: Path, run=None,
 
     train_model = model
     if d.world > 1:
+        # An objective that leaves parameters unused (BERT with nsp: false never calls its NSP
+        # head) says so, or DDP would wait for their gradients forever.
         train_model = nn.parallel.DistributedDataParallel(
-            model, device_ids=[d.local_rank] if device.type == "cuda" else None)
+            model, device_ids=[d.local_rank] if device.type == "cuda" else None,
+            find_unused_parameters=getattr(objective, "has_unused_parameters", False))
     if cfg.compile:
         train_model = torch.compile(train_model)
     autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda"
