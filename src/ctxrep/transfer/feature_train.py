@@ -12,7 +12,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ctxrep.pretraining.loop import LoopConfig, train
+from ctxrep.pretraining.loop import Checkpoints, LoopConfig, train
 from ctxrep.transfer import feature_models as M
 from ctxrep.transfer.features import FIELDS, FeatureStore, words_with_spans
 from ctxrep.transfer.scoring import score
@@ -177,11 +177,14 @@ def run_feature_transfer(kind: str, metric: str, method: str, store: FeatureStor
     torch.manual_seed(seed)
     model = build_model(kind, method, store.n_layers, store.dim, n_labels, p)
     objective = FeatureTaskObjective(model, kind, store, splits, eval_split, metric, p, seed)
-    steps = p.epochs * math.ceil(len(splits["train"]) / p.batch_size)
+    steps_per_epoch = math.ceil(len(splits["train"]) / p.batch_size)
+    steps = p.epochs * steps_per_epoch
+    # A checkpoint per epoch: a killed cell resumes its current seed where it stopped.
     cfg = LoopConfig(steps=steps, lr=p.lr, weight_decay=0.0, warmup_fraction=0.0,
-                     schedule="linear", grad_clip=p.grad_clip, checkpoint_every=0,
+                     schedule="linear", grad_clip=p.grad_clip, checkpoint_every=steps_per_epoch,
                      log_every=max(1, steps // 20), seed=seed)
     result = train(objective, cfg, ckpt_dir, run, desc=f"{method} seed {seed}")
+    Checkpoints(ckpt_dir).clear()
     return {"scores": result.final_eval, "mix_weights": model.encoder.mix_weights(),
             "steps": result.steps, "train_tokens": result.train_tokens,
             "seconds": result.train_seconds}
