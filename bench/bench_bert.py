@@ -28,6 +28,7 @@ import transformers  # noqa: E402
 from ctxrep.models.bert import BertConfig, BertForPreTraining, flops_per_token, param_groups  # noqa: E402
 from ctxrep.models.bert_hf import hf_config_dict, to_hf_state_dict  # noqa: E402
 from ctxrep.pretraining.bert_data import SpecialTokens, mask_tokens  # noqa: E402
+from mfu import peak_matmul_flops, synchronize  # bench/mfu.py (run as a script)
 
 SPECIAL = SpecialTokens(pad=0, unk=100, cls=101, sep=102, mask=103)  # bert-base-uncased's layout
 
@@ -53,24 +54,6 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", dest="json_path", default=None, help="write results to this JSON file")
     return p.parse_args()
-
-
-def synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def peak_matmul_flops(device: torch.device, n: int = 2048, iters: int = 10) -> float:
-    """Best observed fp32 FLOP/s of an n x n x n matmul: the denominator of MFU."""
-    a, b = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
-    best = float("inf")
-    for _ in range(iters):
-        synchronize(device)
-        start = time.perf_counter()
-        torch.mm(a, b)
-        synchronize(device)
-        best = min(best, time.perf_counter() - start)
-    return 2 * n**3 / best
 
 
 def make_batch(args, generator: torch.Generator) -> dict[str, torch.Tensor]:

@@ -23,6 +23,7 @@ import torch
 
 from ctxrep.models.bilm import BiLM, BiLMConfig, flops_per_token
 from ctxrep.text.elmo_chars import batch_to_char_ids
+from mfu import peak_matmul_flops, synchronize  # bench/mfu.py (run as a script)
 
 
 def parse_filters(text: str) -> list[list[int]]:
@@ -54,27 +55,6 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", dest="json_path", default=None, help="write results to this JSON file")
     return p.parse_args()
-
-
-def synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def peak_matmul_flops(device: torch.device, dtype: torch.dtype, n: int = 2048, seconds: float = 1.0) -> float:
-    """Best observed FLOP/s of an n x n x n matmul (2 n^3 FLOPs), run for about ``seconds``."""
-    a = torch.randn(n, n, device=device, dtype=dtype)
-    b = torch.randn(n, n, device=device, dtype=dtype)
-    a @ b  # warm up the kernel choice
-    best, deadline = 0.0, time.perf_counter() + seconds
-    while time.perf_counter() < deadline:
-        synchronize(device)
-        start = time.perf_counter()
-        for _ in range(4):
-            a @ b
-        synchronize(device)
-        best = max(best, 4 * 2 * n**3 / (time.perf_counter() - start))
-    return best
 
 
 def make_batch(args, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -126,6 +126,18 @@ def mirror_env(tiny_mirror, monkeypatch) -> Path:
     return tiny_mirror
 
 
+def tree_hash(root: Path) -> str:
+    """sha256 over every file's relative path and bytes: equal trees, equal hashes."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            h.update(str(p.relative_to(root)).encode())
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
 def scratch_repo(dest: Path) -> Path:
     """A git repo holding the project's pipeline files (not data), for running real stages."""
     for name in ("dvc.yaml", "params.yaml", ".dvcignore", ".gitignore"):

@@ -3,7 +3,6 @@
 The training-side faults (kill -9 mid-training, NaN, half-written checkpoints) are covered in
 test_loop.py and test_pipeline_models.py."""
 
-import hashlib
 import json
 import os
 import signal
@@ -13,18 +12,9 @@ import time
 
 import pytest
 
-from tests.conftest import run_stage, scratch_repo, set_profile
+from tests.conftest import run_stage, scratch_repo, set_profile, tree_hash
 
 pytestmark = pytest.mark.slow
-
-
-def tree_hash(root):
-    h = hashlib.sha256()
-    for p in sorted(root.rglob("*")):
-        if p.is_file():
-            h.update(str(p.relative_to(root)).encode())
-            h.update(p.read_bytes())
-    return h.hexdigest()
 
 
 def stage_env(repo, mirror):

@@ -1,6 +1,5 @@
 """The tokenize stage's library: determinism, boundaries, held-out split, HF loadability."""
 
-import hashlib
 import os
 
 import pytest
@@ -9,15 +8,7 @@ from ctxrep.config import TokenizeParams
 from ctxrep.data import registry, sources
 from ctxrep.data.tokenized import TokenizedCorpus, build, is_heldout
 from ctxrep.text.segment import split_sentences, word_tokenize
-
-
-def _tree_hash(root):
-    h = hashlib.sha256()
-    for p in sorted(root.rglob("*")):
-        if p.is_file():
-            h.update(str(p.relative_to(root)).encode())
-            h.update(p.read_bytes())
-    return h.hexdigest()
+from tests.conftest import tree_hash
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +40,7 @@ def test_build_is_byte_identical_across_runs_and_processes(raw_corpus, tmp_path)
     (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
     build(raw_corpus, tmp_path / "a", _params(num_proc=1))
     build(raw_corpus, tmp_path / "b", _params(num_proc=2))
-    assert _tree_hash(tmp_path / "a") == _tree_hash(tmp_path / "b")
+    assert tree_hash(tmp_path / "a") == tree_hash(tmp_path / "b")
 
 
 def test_documents_keep_sentences_and_split_by_document(raw_corpus, tmp_path):

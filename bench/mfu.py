@@ -1,0 +1,33 @@
+"""What the throughput benchmarks share: device sync and the peak-matmul denominator of MFU.
+
+Model FLOP utilisation = (analytic model FLOPs per token × tokens/s) ÷ the best FLOP/s a large
+square matmul reaches on the same device, in the same run.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def peak_matmul_flops(device: torch.device, dtype: torch.dtype = torch.float32, n: int = 2048,
+                      seconds: float = 1.0) -> float:
+    """Best observed FLOP/s of an n x n x n matmul (2 n^3 FLOPs), run for about ``seconds``."""
+    a = torch.randn(n, n, device=device, dtype=dtype)
+    b = torch.randn(n, n, device=device, dtype=dtype)
+    a @ b  # warm up the kernel choice
+    best, deadline = 0.0, time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        synchronize(device)
+        start = time.perf_counter()
+        for _ in range(4):
+            a @ b
+        synchronize(device)
+        best = max(best, 4 * 2 * n**3 / (time.perf_counter() - start))
+    return best
