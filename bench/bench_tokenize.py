@@ -88,9 +88,12 @@ def child_encode_ours(tok_dir: str, out: str, num_proc: int) -> dict:
     """Only the encoding pass of the stage, timed inside the child."""
     from ctxrep.data import tokenized as T
 
-    src = Path(tok_dir)
-    jobs = [(str(p), str(Path(out) / p.parent.name / p.name))
-            for split in T.SPLITS for p in sorted((src / split).glob("*.arrow"))]
+    src, segmented = Path(tok_dir), Path(out) / "segmented"
+    jobs = []
+    for split in T.SPLITS:  # the shards as the encoding pass receives them: no wordpieces yet
+        for p in sorted((src / split).glob("*.arrow")):
+            T.write_shard(segmented / split / p.name, T.read_shard(p).drop_columns(["wordpieces"]))
+            jobs.append((str(segmented / split / p.name), str(Path(out) / split / p.name)))
     start = time.perf_counter()
     n = sum(r["wordpieces"] for r in T.run_pool(T._wordpiece_shard, jobs, num_proc, "encode",
                                                 T._load_tokenizer, (str(src / "tokenizer.json"),)))

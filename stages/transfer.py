@@ -13,6 +13,9 @@ from ctxrep import config
 from ctxrep.io import write_json
 from ctxrep.stage import stage
 from ctxrep.transfer.data import TaskUnavailable, load_task, spec
+from ctxrep.transfer.feature_train import run_feature_transfer
+from ctxrep.transfer.features import FeatureStore
+from ctxrep.transfer.finetune import run_finetune
 from ctxrep.transfer.scoring import primary_key
 
 task, method = sys.argv[1], sys.argv[2]
@@ -35,9 +38,6 @@ with stage(f"transfer@{task}-{method}", None) as ctx:
     runs, start = [], time.perf_counter()
     for seed in common.seeds:
         if method in config.FEATURE_METHODS:
-            from ctxrep.transfer.feature_train import run_feature_transfer
-            from ctxrep.transfer.features import FeatureStore
-
             model = "bert" if method == "bert-feature" else "bilm"
             store = FeatureStore(Path("data/features") / model / task)
             train_ds = splits["train"]
@@ -48,8 +48,6 @@ with stage(f"transfer@{task}-{method}", None) as ctx:
                                              splits, eval_split, n_labels, p, seed,
                                              ckpt_root / f"seed{seed}", ctx.run))
         else:
-            from ctxrep.transfer.finetune import run_finetune
-
             runs.append(run_finetune(task_spec.kind, task_spec.metric, splits, eval_split,
                                      Path("data/models/bert"), method == "bert-finetune", p, seed,
                                      ckpt_root / f"seed{seed}", ctx.run))

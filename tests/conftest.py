@@ -175,3 +175,24 @@ def set_profile(repo: Path, profile: str) -> None:
     import re
 
     params.write_text(re.sub(r"^profile: \S+", f"profile: {profile}", text, flags=re.M))
+
+
+def kill_stage_when(repo: Path, script: str, args: list[str], condition, env: dict | None = None,
+                    timeout: float = 300) -> bool:
+    """Run ``stages/<script>``; SIGKILL it as soon as ``condition()`` holds. True if killed."""
+    import signal
+    import time
+
+    full_env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{repo / 'mlflow.db'}",
+                **(env or {})}
+    proc = subprocess.Popen([sys.executable, f"stages/{script}", *args], cwd=repo, env=full_env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + timeout
+    while time.time() < deadline and proc.poll() is None:
+        if condition():
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            return True
+        time.sleep(0.005)
+    proc.wait()
+    return False

@@ -5,14 +5,13 @@ test_loop.py and test_pipeline_models.py."""
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
 
 import pytest
 
-from tests.conftest import run_stage, scratch_repo, set_profile, tree_hash
+from tests.conftest import kill_stage_when, run_stage, scratch_repo, set_profile, tree_hash
 
 pytestmark = pytest.mark.slow
 
@@ -33,28 +32,14 @@ def clean(tmp_path_factory, tiny_mirror):
     return repo
 
 
-def kill_when(repo, script, args, mirror, condition, timeout=120):
-    proc = subprocess.Popen([sys.executable, f"stages/{script}", *args], cwd=repo,
-                            env=stage_env(repo, mirror), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    deadline = time.time() + timeout
-    while time.time() < deadline and proc.poll() is None:
-        if condition():
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
-            return True
-        time.sleep(0.005)
-    proc.wait()
-    return False
-
-
 def test_kill_9_during_tokenize_leaves_nothing_and_rerun_is_identical(clean, tmp_path,
                                                                        tiny_mirror):
     repo = scratch_repo(tmp_path)
     set_profile(repo, "tiny")
     run_stage(repo, "fetch_corpus.py", env={"CTXREP_DATA_MIRROR": str(tiny_mirror)})
     in_progress = lambda: any((repo / "data").glob(".tokenized.tmp-*/train/*.arrow"))  # noqa: E731
-    assert kill_when(repo, "tokenize_corpus.py", [], tiny_mirror, in_progress)
+    assert kill_stage_when(repo, "tokenize_corpus.py", [], in_progress,
+                           env={"CTXREP_DATA_MIRROR": str(tiny_mirror)})
     assert not (repo / "data/tokenized").exists(), "a killed tokenize left an output in place"
     run_stage(repo, "tokenize_corpus.py", env={"CTXREP_DATA_MIRROR": str(tiny_mirror)})
     assert tree_hash(repo / "data/tokenized") == tree_hash(clean / "data/tokenized")
@@ -64,7 +49,8 @@ def test_kill_9_during_tokenize_leaves_nothing_and_rerun_is_identical(clean, tmp
 def test_kill_9_during_fetch_leaves_nothing(tmp_path, tiny_mirror):
     repo = scratch_repo(tmp_path)
     writing = lambda: any((repo / "data/raw/tasks").glob(".*.tmp-*"))  # noqa: E731
-    kill_when(repo, "fetch_task.py", ["squad"], tiny_mirror, writing)
+    kill_stage_when(repo, "fetch_task.py", ["squad"], writing,
+                    env={"CTXREP_DATA_MIRROR": str(tiny_mirror)})
     out = repo / "data/raw/tasks/squad"
     assert not out.exists() or (out / "MANIFEST.json").exists()
     run_stage(repo, "fetch_task.py", "squad", env={"CTXREP_DATA_MIRROR": str(tiny_mirror)})

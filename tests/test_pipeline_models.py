@@ -1,15 +1,10 @@
 """Pretraining stages end to end on the tiny profile: outputs, HF round trip, kill -9 and resume."""
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 
 import pytest
 
-from tests.conftest import run_stage, scratch_repo, set_profile
+from tests.conftest import kill_stage_when, run_stage, scratch_repo, set_profile
 
 pytestmark = pytest.mark.slow
 
@@ -70,20 +65,11 @@ def test_bert_stage_output_loads_in_transformers(repo):
     assert (theirs.seq_relationship_logits - mine.nsp_logits).abs().max() <= 1e-4
 
 
-def _kill_after_checkpoint(repo, script, ckpt_root, min_step=10):
-    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{repo / 'mlflow.db'}"}
-    proc = subprocess.Popen([sys.executable, f"stages/{script}"], cwd=repo, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 300
-    while time.time() < deadline and proc.poll() is None:
+def _checkpoint_at_least(repo, ckpt_root, min_step=10):
+    def reached():
         done = [p for p in (repo / ckpt_root).glob("*/step-*") if (p / "COMPLETE").exists()]
-        if any(int(p.name.split("-")[1]) >= min_step for p in done):
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
-            return True
-        time.sleep(0.02)
-    proc.wait()
-    return False
+        return any(int(p.name.split("-")[1]) >= min_step for p in done)
+    return reached
 
 
 @pytest.mark.parametrize("script,model_file,ckpt", [
@@ -93,7 +79,8 @@ def _kill_after_checkpoint(repo, script, ckpt_root, min_step=10):
 def test_kill_9_then_rerun_matches_uninterrupted(repo, tmp_path, tiny_mirror, script, model_file,
                                                  ckpt):
     killed = tokenized_repo(tmp_path / "killed", tiny_mirror)
-    assert _kill_after_checkpoint(killed, script, ckpt), "the run ended before it could be killed"
+    assert kill_stage_when(killed, script, [], _checkpoint_at_least(killed, ckpt)), \
+        "the run ended before it could be killed"
     assert not (killed / model_file).exists(), "a killed run left a model behind"
     run_stage(killed, script)
     assert (killed / model_file).read_bytes() == (repo / model_file).read_bytes()

@@ -92,14 +92,6 @@ def sha256_file(path: Path | str, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
-def md5_file(path: Path | str, chunk: int = 1 << 20) -> str:
-    h = hashlib.md5()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
-
-
 def load_safetensors(path: Path | str) -> dict:
     """Tensors from a safetensors file; a truncated or corrupt file is an error naming it."""
     from safetensors.torch import load_file

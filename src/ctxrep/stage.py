@@ -51,14 +51,11 @@ class StageContext:
             self.run.log_metrics(_numbers(metrics))
 
 
-def _numbers(d: dict, prefix: str = "") -> dict:
-    out = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out.update(_numbers(v, f"{prefix}{k}."))
-        elif isinstance(v, (int, float)) and not isinstance(v, bool):
-            out[f"{prefix}{k}"] = v
-    return out
+def _numbers(d: dict) -> dict:
+    from ctxrep.tracking import flatten
+
+    return {k: v for k, v in flatten(d).items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
 @contextlib.contextmanager

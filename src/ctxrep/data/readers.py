@@ -137,8 +137,9 @@ def sst(path: Path, stats: ReadStats, n_labels: int) -> Iterator[dict]:
 CONLL_NER_TAGS = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC"]
 
 
-def conll2003(path: Path, stats: ReadStats) -> Iterator[dict]:
-    """CoNLL-2003: ``WORD POS CHUNK NER`` a line, blank line between sentences, -DOCSTART-."""
+def _tagged_sentences(path: Path, stats: ReadStats, word_and_tag) -> Iterator[dict]:
+    """Blank-line-separated sentences; ``word_and_tag(cols_line, n)`` returns (word, tag id),
+    or None for a line that carries no word (comments, document markers, multi-word ranges)."""
     tokens, tags = [], []
     for n, line in read_lines(path, stats):
         if not line.strip():
@@ -146,17 +147,28 @@ def conll2003(path: Path, stats: ReadStats) -> Iterator[dict]:
                 yield {"tokens": tokens, "tags": tags}
             tokens, tags = [], []
             continue
+        pair = word_and_tag(line, n)
+        if pair is not None:
+            tokens.append(pair[0])
+            tags.append(pair[1])
+    if tokens:
+        yield {"tokens": tokens, "tags": tags}
+
+
+def conll2003(path: Path, stats: ReadStats) -> Iterator[dict]:
+    """CoNLL-2003: ``WORD POS CHUNK NER`` a line, blank line between sentences, -DOCSTART-."""
+
+    def word_and_tag(line, n):
         cols = line.split()
         if cols[0] == "-DOCSTART-":
-            continue
+            return None
         if len(cols) != 4:
             raise DataError(path, f"expected 4 columns 'WORD POS CHUNK NER', got {len(cols)}", n)
         if cols[3] not in CONLL_NER_TAGS:
             raise DataError(path, f"unknown NER tag {cols[3]!r}; expected one of {CONLL_NER_TAGS}", n)
-        tokens.append(cols[0])
-        tags.append(CONLL_NER_TAGS.index(cols[3]))
-    if tokens:
-        yield {"tokens": tokens, "tags": tags}
+        return cols[0], CONLL_NER_TAGS.index(cols[3])
+
+    return _tagged_sentences(path, stats, word_and_tag)
 
 
 UPOS_TAGS = ["ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON",
@@ -165,28 +177,22 @@ UPOS_TAGS = ["ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", 
 
 def conllu_upos(path: Path, stats: ReadStats) -> Iterator[dict]:
     """CoNLL-U: 10 tab-separated columns; FORM and UPOS of the syntactic words."""
-    tokens, tags = [], []
-    for n, line in read_lines(path, stats):
-        if not line.strip():
-            if tokens:
-                yield {"tokens": tokens, "tags": tags}
-            tokens, tags = [], []
-            continue
+
+    def word_and_tag(line, n):
         if line.startswith("#"):
-            continue
+            return None
         cols = line.split("\t")
         if len(cols) != 10:
             raise DataError(path, f"expected 10 tab-separated CoNLL-U columns, got {len(cols)}", n)
         if "-" in cols[0] or "." in cols[0]:  # multi-word token ranges and empty nodes
-            continue
+            return None
         if not cols[0].isdigit():
             raise DataError(path, f"expected an integer word ID, got {cols[0]!r}", n)
         if cols[3] not in UPOS_TAGS:
             raise DataError(path, f"unknown UPOS {cols[3]!r}; expected one of {UPOS_TAGS}", n)
-        tokens.append(cols[1])
-        tags.append(UPOS_TAGS.index(cols[3]))
-    if tokens:
-        yield {"tokens": tokens, "tags": tags}
+        return cols[1], UPOS_TAGS.index(cols[3])
+
+    return _tagged_sentences(path, stats, word_and_tag)
 
 
 def wic(data_path: Path, gold_path: Path, stats: ReadStats) -> Iterator[dict]:
@@ -219,8 +225,8 @@ def _token_span(sentence: str, index: int, path: Path, line: int) -> tuple[int, 
 SICK_LABELS = ["ENTAILMENT", "NEUTRAL", "CONTRADICTION"]
 
 
-def sick(path: Path, stats: ReadStats) -> Iterator[dict]:
-    """SICK TSV with header ``pair_ID sentence_A sentence_B relatedness_score entailment_judgment``."""
+def tsv_rows(path: Path, stats: ReadStats, required: list[str]) -> Iterator[tuple[int, dict]]:
+    """(line number, {column: value}) of a TSV with a header row holding ``required``."""
     header = None
     for n, line in read_lines(path, stats):
         if not line.strip():
@@ -228,14 +234,19 @@ def sick(path: Path, stats: ReadStats) -> Iterator[dict]:
         cols = line.split("\t")
         if header is None:
             header = cols
-            need = ["sentence_A", "sentence_B", "relatedness_score", "entailment_judgment"]
-            missing = [c for c in need if c not in header]
+            missing = [c for c in required if c not in header]
             if missing:
                 raise DataError(path, f"header lacks columns {missing}", n)
             continue
         if len(cols) != len(header):
             raise DataError(path, f"expected {len(header)} tab-separated columns, got {len(cols)}", n)
-        row = dict(zip(header, cols))
+        yield n, dict(zip(header, cols))
+
+
+def sick(path: Path, stats: ReadStats) -> Iterator[dict]:
+    """SICK TSV with header ``pair_ID sentence_A sentence_B relatedness_score entailment_judgment``."""
+    need = ["sentence_A", "sentence_B", "relatedness_score", "entailment_judgment"]
+    for n, row in tsv_rows(path, stats, need):
         if row["entailment_judgment"] not in SICK_LABELS:
             raise DataError(path, f"unknown judgment {row['entailment_judgment']!r}", n)
         try:
@@ -285,20 +296,7 @@ def split_articles(articles: list[list[dict]], train_fraction: float, seed: int)
 def tsv_pair(path: Path, stats: ReadStats, text: str, text_pair: str, label: str,
              labels: list[str]) -> Iterator[dict]:
     """A GLUE-style TSV with a header row: two text columns and a label column, by name."""
-    header = None
-    for n, line in read_lines(path, stats):
-        if not line.strip():
-            continue
-        cols = line.split("\t")
-        if header is None:
-            header = cols
-            missing = [c for c in (text, text_pair, label) if c not in header]
-            if missing:
-                raise DataError(path, f"header lacks columns {missing}", n)
-            continue
-        if len(cols) != len(header):
-            raise DataError(path, f"expected {len(header)} tab-separated columns, got {len(cols)}", n)
-        row = dict(zip(header, cols))
+    for n, row in tsv_rows(path, stats, [text, text_pair, label]):
         if row[label] not in labels:
             raise DataError(path, f"label {row[label]!r} is not one of {labels}", n)
         yield {"text": row[text], "text_pair": row[text_pair], "label": labels.index(row[label])}

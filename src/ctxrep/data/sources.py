@@ -12,6 +12,7 @@ import glob
 import importlib.util
 import logging
 import os
+import shutil
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -183,13 +184,9 @@ def fetch(spec: DatasetSpec, source: str, opts: dict, out_dir: Path, max_rows: i
             if len(ds) == 0:
                 raise R.DataError(res.location, f"split '{split}' of {spec.name} has no rows")
         dd.save_to_disk(str(tmp / "dataset"))
-        dd.cleanup_cache_files()
+        manifest["rows"] = {split: len(ds) for split, ds in dd.items()}
         del dd
-        import shutil
-
         shutil.rmtree(tmp / ".cache", ignore_errors=True)
-        loaded = datasets.load_from_disk(str(tmp / "dataset"))
-        manifest["rows"] = {split: len(ds) for split, ds in loaded.items()}
         manifest["outputs"] = {str(p.relative_to(tmp)): sha256_file(p)
                                for p in sorted((tmp / "dataset").rglob("*")) if p.is_file()}
         manifest["replaced_non_utf8_lines"] = stats.replaced_lines

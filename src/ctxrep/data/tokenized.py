@@ -152,8 +152,6 @@ def _wordpiece_shard(job) -> dict:
 
     src, dst = job
     table = read_shard(Path(src))
-    if "wordpieces" in table.column_names:  # re-encoding a finished shard (benchmarks)
-        table = table.drop_columns(["wordpieces"])
     wordpieces = _encode_documents(table.column("sentences").to_pylist())
     table = table.append_column("wordpieces", pa.array(wordpieces, SCHEMA.field("wordpieces").type))
     write_shard(Path(dst), table.cast(SCHEMA))
@@ -202,13 +200,6 @@ class TokenizedCorpus:
             if columns:
                 table = table.select(columns)
             yield from table.to_pylist()
-
-    def dataset(self, split: str):
-        """All shards of ``split`` as one memory-mapped ``datasets.Dataset``."""
-        import datasets
-
-        parts = [datasets.Dataset.from_file(str(p)) for p in self.shards(split)]
-        return datasets.concatenate_datasets(parts) if len(parts) > 1 else parts[0]
 
     def wordpiece_tokenizer(self):
         from tokenizers import Tokenizer

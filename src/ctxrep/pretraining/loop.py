@@ -188,7 +188,8 @@ def _locate(step: int, objective: Objective, plans: dict, grad_accum: int) -> li
     micro, epoch, offset = [], 0, 0
     while len(micro) < grad_accum:
         if epoch not in plans:
-            plans.clear() if len(plans) > 2 else None
+            if len(plans) > 2:  # keep memory bounded over long runs
+                plans.clear()
             plans[epoch] = objective.plan(epoch)
             if not plans[epoch]:
                 raise ValueError("the objective's plan for an epoch is empty (no training data?)")
