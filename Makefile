@@ -32,7 +32,14 @@ $(STAMP): pyproject.toml requirements.lock
 
 repro: $(STAMP)
 	@test -d .git || { echo "make repro needs a git checkout (DVC experiments)"; exit 2; }
-	eval "$(BIN)/dvc exp run $$($(BIN)/python -m ctxrep.config dvc-args $(PROFILE))"
+	@branch=$$(git symbolic-ref -q --short HEAD); \
+	args=$$($(BIN)/python -m ctxrep.config dvc-args $(PROFILE)) || exit 2; \
+	echo "dvc exp run $$args"; \
+	eval "$(BIN)/dvc exp run $$args"; rc=$$?; \
+	if [ -n "$$branch" ] && ! git symbolic-ref -q HEAD >/dev/null; then \
+	  echo "ctxrep: WARNING: HEAD was left detached (an interrupted 'dvc exp run' does this)." \
+	       "Your commits are safe; return with: git checkout $$branch" >&2; fi; \
+	exit $$rc
 	@echo "ctxrep: done. Report: reports/report.md; numbers: dvc metrics show / dvc exp show"
 
 test: $(STAMP)

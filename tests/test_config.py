@@ -77,3 +77,19 @@ def test_every_profile_names_every_section():
     for path in (REPO / "profiles").glob("*.yaml"):
         named = set(yaml.safe_load(path.read_text()) or {})
         assert named == sections, f"{path.name}: sections {sorted(sections - named)} missing"
+
+
+def test_make_repro_with_an_unknown_profile_stops_with_the_choices():
+    """`make repro PROFILE=x` resolves the profile through this entry point before DVC runs."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    proc = subprocess.run([sys.executable, "-m", "ctxrep.config", "dvc-args", "huge"], cwd=REPO,
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "'huge'" in proc.stderr and "['default', 'full', 'tiny']" in proc.stderr
+    ok = subprocess.run([sys.executable, "-m", "ctxrep.config", "dvc-args", "tiny"], cwd=REPO,
+                        capture_output=True, text=True, check=True)
+    assert ok.stdout.split()[:2] == ["-S", "profile=tiny"]

@@ -444,4 +444,9 @@ if __name__ == "__main__":  # `python -m ctxrep.config dvc-args tiny` (used by t
         raise SystemExit("usage: python -m ctxrep.config dvc-args PROFILE")
     import shlex
 
-    print(" ".join(shlex.quote(a) for a in grid_args(sys.argv[2])))
+    try:
+        args = grid_args(sys.argv[2])
+    except ParamError as err:
+        print(f"ctxrep: {err}", file=sys.stderr)
+        raise SystemExit(2)
+    print(" ".join(shlex.quote(a) for a in args))
