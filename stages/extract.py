@@ -34,4 +34,6 @@ with stage(f"extract@{model}", "extract") as ctx:
             meta = extract_task(featurize, splits, spec(task).kind, tmp / task, p.batch_size)
             words += sum(v for s in meta["splits"].values() for k, v in s.items()
                          if k.endswith("_words"))
+    ctx.compute(amount=featurize.tokens, unit=featurize.unit, params=featurize.params,
+                flops=featurize.flops)
     ctx.summary(tasks=len(tasks), words=words)

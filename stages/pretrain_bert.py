@@ -52,6 +52,8 @@ with stage("pretrain_bert", "pretrain_bert") as ctx:
             "train_seconds": round(result.train_seconds, 1), "params": count_parameters(model),
             "train_flops": float(flops_per_token(config, p.max_seq_len)) * result.train_tokens})
         ctx.write_metrics("metrics/pretrain_bert.json", metrics)
+        ctx.compute(amount=result.train_tokens, unit="tokens", params=metrics["params"],
+                    flops=metrics["train_flops"])
         loop.write_curve(Path("metrics/pretrain_bert_curve.tsv"), result)
         loop.Checkpoints(CKPT).clear()
     ctx.summary(steps=result.steps, tokens=result.train_tokens,

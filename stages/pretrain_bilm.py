@@ -49,7 +49,7 @@ with stage("pretrain_bilm", "pretrain_bilm") as ctx:
             Elmo(model.cpu(), vocab).save_pretrained(tmp)
         unigram = unigram_perplexity(train, heldout, targets, len(vocab))
         ev = result.final_eval
-        ctx.write_metrics("metrics/pretrain_bilm.json", {
+        metrics = {
             "val_ppl_forward": round(ev["val_ppl_forward"], 3),
             "val_ppl_backward": round(ev["val_ppl_backward"], 3),
             "val_ppl": round(ev["val_ppl"], 3), "unigram_ppl": round(unigram, 3),
@@ -58,7 +58,10 @@ with stage("pretrain_bilm", "pretrain_bilm") as ctx:
             "train_seconds": round(result.train_seconds, 1),
             "params": model.num_parameters(),
             "params_without_softmax": model.num_parameters(include_softmax=False),
-            "train_flops": float(flops_per_token(config)) * result.train_tokens})
+            "train_flops": float(flops_per_token(config)) * result.train_tokens}
+        ctx.write_metrics("metrics/pretrain_bilm.json", metrics)
+        ctx.compute(amount=result.train_tokens, unit="tokens", params=metrics["params"],
+                    flops=metrics["train_flops"])
         loop.write_curve(Path("metrics/pretrain_bilm_curve.tsv"), result)
         loop.Checkpoints(CKPT).clear()
     ctx.summary(steps=result.steps, tokens=result.train_tokens,

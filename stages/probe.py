@@ -32,4 +32,7 @@ with stage(f"probe@{model}", "probe") as ctx:
                              for task, entry in result["tasks"].items()
                              for j, score in enumerate(entry.get("layers", []))})
         ctx.run.log_metrics({"probe_seconds": time.perf_counter() - start})
+    probed = [entry for entry in result["tasks"].values() if "layers" in entry]
+    ctx.compute(amount=sum(e["train_items"] for e in probed), unit="probe items",
+                flops=sum(e["train_flops"] for e in probed))
     ctx.summary(**{task: entry.get("layers", "skipped") for task, entry in result["tasks"].items()})

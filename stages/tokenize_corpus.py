@@ -18,5 +18,7 @@ with stage("tokenize", "tokenize") as ctx:
         "train_words": train["words"], "train_wordpieces": train["wordpieces"],
         "validation_words": meta["splits"]["validation"]["words"],
         "train_oov_rate": meta["train_oov_rate"], "wordpiece_vocab_size": meta["wordpiece_vocab_size"]})
+    words = train["words"] + meta["splits"]["validation"]["words"]
+    ctx.compute(amount=words, unit="words")
     ctx.summary(docs=train["docs"], sentences=train["sentences"], words=train["words"],
                 wordpieces=train["wordpieces"])

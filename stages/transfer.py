@@ -61,10 +61,13 @@ with stage(f"transfer@{task}-{method}", None) as ctx:
                                  for part in runs[0]["mix_weights"]}
     record["train_examples"] = len(splits["train"])
     record["eval_examples"] = len(splits[eval_split])
-    # Timings go to MLflow only: this file is a DVC output and must be the same bytes every run.
+    # Timings stay out of this file: it is a DVC output and must be the same bytes every run.
+    train_tokens = sum(r["train_tokens"] for r in runs)
     if ctx.run:
-        ctx.run.log_metrics({"seconds": time.perf_counter() - start,
-                             "train_tokens": sum(r["train_tokens"] for r in runs)})
+        ctx.run.log_metrics({"seconds": time.perf_counter() - start, "train_tokens": train_tokens})
     write_json(out, record)
+    ctx.compute(amount=train_tokens,
+                unit="words" if method in config.FEATURE_METHODS else "sub-word tokens",
+                params=runs[0]["trainable_params"], flops=sum(r["train_flops"] for r in runs))
     headline = record["scores"][record["primary"]]
     ctx.summary(**{record["primary"]: f"{headline['mean']:.4f} ± {headline['std']:.4f}"})

@@ -39,6 +39,9 @@ def test_outputs_and_manifests(repo):
     meta = json.loads((repo / "data/tokenized/meta.json").read_text())
     assert meta["splits"]["train"]["docs"] + meta["splits"]["validation"]["docs"] == 60
     assert json.loads((repo / "metrics/tokenize.json").read_text())["train_docs"] > 0
+    cost = json.loads((repo / "metrics/compute/tokenize.json").read_text())
+    assert cost["unit"] == "words" and cost["wall_s"] > 0
+    assert cost["amount"] == sum(s["words"] for s in meta["splits"].values())
     assert not list((repo / "data").rglob(".*.tmp-*")), "a temporary output was left behind"
 
 

@@ -40,6 +40,9 @@ def test_bilm_stage_outputs(repo):
     curve = (repo / "metrics/pretrain_bilm_curve.tsv").read_text().splitlines()
     assert curve[0] == "step\ttrain_loss\tlr" and len(curve) == 31
     assert not (repo / "data/checkpoints/pretrain_bilm").exists(), "checkpoints left after success"
+    cost = json.loads((repo / "metrics/compute/pretrain_bilm.json").read_text())  # the ledger row
+    assert (cost["amount"], cost["unit"], cost["params"]) == (m["train_tokens"], "tokens", m["params"])
+    assert cost["wall_s"] >= m["train_seconds"] and cost["flops"] == pytest.approx(m["train_flops"], 1e-3)
 
 
 def test_bert_stage_output_loads_in_transformers(repo):

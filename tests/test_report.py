@@ -36,7 +36,13 @@ def write_cell(root: Path, task: str, method: str, values: list[float], metric="
         "scores": {primary: {"mean": statistics.mean(values), "std": statistics.pstdev(values),
                              "values": values}},
         "mix_weights": mix if mix is not None else {"input": [None] * len(values)},
-        "train_examples": 100, "seconds": 2.5})
+        "train_examples": 100})
+
+
+def write_compute(root: Path, stage: str, wall_s: float, amount: int, unit: str,
+                  params: int | None = None, flops: float | None = None) -> None:
+    write(root, f"metrics/compute/{stage}.json", {"wall_s": wall_s, "amount": amount,
+                                                  "unit": unit, "params": params, "flops": flops})
 
 
 def make_repo(root: Path, sst2_elmo=(0.80, 0.81, 0.79), sst2_static=(0.70, 0.71, 0.72)) -> Path:
@@ -81,6 +87,11 @@ def make_repo(root: Path, sst2_elmo=(0.80, 0.81, 0.79), sst2_static=(0.70, 0.71,
     write(root, "data/raw/tasks/wic/MANIFEST.json",
           {"available": False, "reason": "no location serves wic (mirror: file missing)"})
     write(root, "reports/neighbors.md", "### play\n\n- *a Broadway play* → drama\n")
+    write_compute(root, "tokenize", 5.0, 4300, "words")
+    write_compute(root, "pretrain_bilm", 70.0, 123456, "tokens", params=5000, flops=1.5e12)
+    write_compute(root, "transfer@sst2-elmo", 2.0, 1000, "words", params=300, flops=1e9)
+    write_compute(root, "transfer@conll2003-elmo", 3.0, 2000, "words", params=400, flops=2e9)
+    write_compute(root, "transfer@sst5-elmo", 1000.0, 1, "words", params=1, flops=1.0)  # not in TASKS
     return root
 
 
@@ -181,6 +192,24 @@ def test_data_section_shows_fallback_unavailable_tasks_and_neighbors(tmp_path):
     assert "`wic` is unavailable: no location serves wic (mirror: file missing)" in markdown
     assert "### play\n\n- *a Broadway play* → drama" in markdown
     assert "123,456 tokens" in markdown and "1.50e+12" in markdown   # compute ledger
+
+
+def test_compute_ledger_sums_each_methods_cells_within_the_grid(tmp_path):
+    ledger = section(report_for(make_repo(tmp_path)).markdown, "## Compute ledger")
+    lines = {ln.split("|")[1].strip(): [c.strip() for c in ln.strip("|").split("|")]
+             for ln in ledger.splitlines() if ln.startswith("| ")}
+    assert lines["transfer elmo (2 tasks)"][1:] == ["3,000 words", "5.0 s", "300–400", "3.00e+09"]
+    assert lines["pretrain_bilm"][1:] == ["123,456 tokens", "70.0 s", "5,000", "1.50e+12"]
+    assert lines["tokenize"][1:] == ["4,300 words", "5.0 s", "—", "—"]
+    # sst5 is outside the grid: its left-over 1000 s are not counted
+    assert lines["**total**"][2] == "80.0 s" and lines["**total**"][4] == "1.50e+12"
+
+
+def test_malformed_compute_entry_names_the_file(tmp_path):
+    root = make_repo(tmp_path)
+    write(root, "metrics/compute/pretrain_bert.json", {"wall_s": "fast", "amount": 1, "unit": "x"})
+    with pytest.raises(ReportInputError, match=r"compute/pretrain_bert.json.*'wall_s'"):
+        report_for(root)
 
 
 def test_pngs_are_byte_identical_across_renders(tmp_path):

@@ -22,6 +22,7 @@ from ctxrep import config
 from ctxrep.io import write_json
 
 log = logging.getLogger("ctxrep")
+COMPUTE_DIR = Path("metrics/compute")
 
 
 def setup_logging() -> None:
@@ -40,9 +41,18 @@ class StageContext:
     section: object                   # the validated dataclass of this stage's section
     run: object = None                # tracking.StageRun
     _summary: dict = field(default_factory=dict)
+    _compute: dict | None = None
 
     def summary(self, **items) -> None:
         self._summary.update(items)
+
+    def compute(self, *, amount: int, unit: str, params: int | None = None,
+                flops: float | None = None) -> None:
+        """This stage's line in the report's compute ledger: the data it processed (``amount``
+        ``unit``, e.g. training tokens), the parameters it trained or ran, and estimated FLOPs.
+        Written with the stage's wall time to ``metrics/compute/<stage>.json`` when it ends."""
+        self._compute = {"amount": int(amount), "unit": unit, "params": params,
+                         "flops": None if flops is None else float(f"{flops:.4g}")}
 
     def write_metrics(self, path: Path | str, metrics: dict) -> None:
         """Small metrics JSON for ``dvc metrics``, also logged to MLflow."""
@@ -92,6 +102,10 @@ def stage(name: str, section: str | None, track: bool = True,
     except config.ParamError as e:
         log.error("%s: bad params: %s", name, e)
         raise SystemExit(2) from e
+    seconds = time.perf_counter() - start
+    # Git-tracked like the pretraining metrics, not a DVC output: wall time differs run to run.
+    if ctx._compute is not None and int(os.environ.get("RANK", "0")) == 0:
+        write_json(COMPUTE_DIR / f"{name}.json", {"wall_s": round(seconds, 1), **ctx._compute})
     items = ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}"
                       for k, v in ctx._summary.items())
-    print(f"[{name}] done in {time.perf_counter() - start:.1f} s: {items}", flush=True)
+    print(f"[{name}] done in {seconds:.1f} s: {items}", flush=True)

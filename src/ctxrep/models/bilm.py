@@ -424,12 +424,17 @@ class BiLM(nn.Module):
 
 
 def flops_per_token(config: BiLMConfig) -> float:
-    """Analytic training FLOPs per token: 3 x the forward matmul/conv FLOPs (backward ~ 2 x forward).
+    """Analytic training FLOPs per token: 3 x the forward FLOPs (backward ~ 2 x forward)."""
+    return 3.0 * forward_flops_per_token(config, softmax=True)
 
-    Counts 2 FLOPs per multiply-add in: the char convolutions, highway, token projection, both
-    LSTM stacks (input, recurrent and projection matmuls) and both directions' output softmax
-    (full: V logits; sampled: n_negatives + 1). Elementwise work is ignored. Assumes every
-    position is predicted in both directions (each sentence makes length - 1, slightly fewer).
+
+def forward_flops_per_token(config: BiLMConfig, softmax: bool) -> float:
+    """Analytic forward FLOPs per token, 2 per multiply-add, elementwise work ignored.
+
+    Counts the char convolutions, highway, token projection, both LSTM stacks (input, recurrent
+    and projection matmuls) and, with ``softmax``, both directions' output softmax (full: V
+    logits; sampled: n_negatives + 1; assumes every position is predicted in both directions,
+    each sentence makes length - 1, slightly fewer). Feature extraction runs without it.
     """
     W, E, K, P, C = (config.max_chars_per_token, config.char_embed_dim, config.n_filters,
                      config.projection_dim, config.cell_dim)
@@ -439,5 +444,5 @@ def flops_per_token(config: BiLMConfig) -> float:
     lstm_layer = 2 * (P + P) * 4 * C + 2 * C * P
     lstms = 2 * config.n_layers * lstm_layer
     logits = config.vocab_size if config.softmax == "full" else config.n_negatives + 1
-    softmax = 2 * 2 * P * logits
-    return 3.0 * (char_cnn + highway + token_projection + lstms + softmax)
+    output = 2 * 2 * P * logits if softmax else 0
+    return char_cnn + highway + token_projection + lstms + output

@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 
 from ctxrep.io import atomic_dir, atomic_file, write_json
 from ctxrep.report import findings, plots
-from ctxrep.report.inputs import ReportInputs
+from ctxrep.report.inputs import ComputeEntry, ReportInputs, ledger_stages
 from ctxrep.report.published import BERT_PRETRAINING, ELMO_PRETRAINING
 from ctxrep.report.summary import summarise
 from ctxrep.report.tables import MISSING, TABLES, markdown_table, published_sources, results_table
@@ -157,30 +157,39 @@ def scale_section(inputs: ReportInputs) -> str:
 
 
 def ledger_section(inputs: ReportInputs) -> str:
+    """One row per stage (transfer: per method, summed over its tasks and seeds), then a total.
+
+    FLOPs are estimates: training 6 x weights x tokens (the models' own analytic counts for
+    pretraining and BERT), forward only for extract; tokenize does no model arithmetic."""
+    groups: dict[str, list[ComputeEntry]] = {}
+    for name, row in ledger_stages(inputs.tasks, inputs.methods):
+        if name in inputs.compute:
+            groups.setdefault(row, []).append(inputs.compute[name])
+    if not groups:
+        return "## Compute ledger\n\n_No stage has recorded its cost yet._"
     rows = []
-    tok = inputs.tokenize
-    if tok is not None:
-        rows.append(["tokenize", f"{_int(tok.get('train_words'))} words", MISSING, MISSING,
-                     MISSING])
-    for model, stage_name in (("bilm", "pretrain_bilm"), ("bert", "pretrain_bert")):
-        m = inputs.pretrain.get(model)
-        if m is not None:
-            flops = m.get("train_flops")
-            rows.append([stage_name, f"{_int(m.get('train_tokens'))} tokens",
-                         _seconds(m.get("train_seconds")), _int(m.get("params")),
-                         MISSING if flops is None else f"{flops:.2e}"])
-    for method in inputs.methods:
-        cells = [c[method] for c in inputs.transfer.values() if method in c]
-        if cells:
-            examples = sum(c.train_examples or 0 for c in cells)
-            seconds = [c.seconds for c in cells if c.seconds is not None]
-            rows.append([f"transfer {method} ({len(cells)} tasks)",
-                         f"{examples:,} train examples",
-                         _seconds(sum(seconds)) if seconds else MISSING, MISSING, MISSING])
-    if not rows:
-        return "## Compute ledger\n\n_No stage has written metrics yet._"
-    table = markdown_table(["stage", "data seen", "wall time", "parameters", "est. FLOPs"], rows)
-    return "## Compute ledger\n\n" + table
+    for label, entries in groups.items():
+        units = {e.unit for e in entries}
+        params = sorted({e.params for e in entries if e.params is not None})
+        flops = [e.flops for e in entries if e.flops is not None]
+        if len(entries) > 1:
+            label += f" ({len(entries)} tasks)"
+        rows.append([label,
+                     f"{sum(e.amount for e in entries):,} {' + '.join(sorted(units))}",
+                     _seconds(sum(e.wall_s for e in entries)),
+                     MISSING if not params else
+                     f"{params[0]:,}" if len(params) == 1 else f"{params[0]:,}–{params[-1]:,}",
+                     f"{sum(flops):.2e}" if flops else MISSING])
+    every = [e for entries in groups.values() for e in entries]
+    rows.append(["**total**", "", _seconds(sum(e.wall_s for e in every)), "",
+                 f"{sum(e.flops for e in every if e.flops is not None):.2e}"])
+    table = markdown_table(["stage", "data processed", "wall time", "parameters", "est. FLOPs"],
+                           rows)
+    return ("## Compute ledger\n\n" + table + "\n\nWall time is each stage's whole run (loading, "
+            "training, evaluation). FLOPs are estimates of the model arithmetic: training ≈ "
+            "6 × weights × tokens (the analytic per-token counts for pretraining and BERT), "
+            "forward only for `extract`; transfer rows sum all seeds. Parameters of a transfer "
+            "row are the trained ones (fine-tuning: all of BERT; feature-based: the task model).")
 
 
 def results_section(inputs: ReportInputs) -> str:

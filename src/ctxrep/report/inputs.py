@@ -10,6 +10,7 @@ Paths (relative to the repo root):
     metrics/pretrain_{bilm,bert}_curve.tsv            header: step  train_loss  lr
     metrics/transfer/<task>/<method>.json             one transfer cell (see TransferResult)
     metrics/probe/<model>.json                        per-layer probe scores
+    metrics/compute/<stage>.json                      wall time, data, parameters, FLOPs
     data/raw/corpus/MANIFEST.json, data/raw/tasks/<task>/MANIFEST.json
     reports/neighbors.md                              contextual-neighbours text, verbatim
 """
@@ -98,7 +99,6 @@ class TransferResult:
     n_seeds: int
     mix_weights: dict[str, list[list[float]]] = field(default_factory=dict)
     train_examples: int | None = None
-    seconds: float | None = None
 
 
 def read_transfer(path: Path) -> TransferResult:
@@ -114,13 +114,11 @@ def read_transfer(path: Path) -> TransferResult:
         raise ReportInputError(path, f"scores has no entry for the primary metric {primary!r}")
     require(scores, path, "mean", "std")
     mix = read_mix_weights(data.get("mix_weights"), path)
-    seconds = data.get("seconds")
     return TransferResult(
         task=task, method=method, metric=data["metric"], primary=primary,
         mean=number(scores["mean"], path, f"scores.{primary}.mean"),
         std=number(scores["std"], path, f"scores.{primary}.std"),
-        n_seeds=len(data["seeds"]), mix_weights=mix, train_examples=data.get("train_examples"),
-        seconds=None if seconds is None else number(seconds, path, "seconds"))
+        n_seeds=len(data["seeds"]), mix_weights=mix, train_examples=data.get("train_examples"))
 
 
 def read_mix_weights(mix, path: Path) -> dict[str, list[list[float]]]:
@@ -162,6 +160,39 @@ def read_probe(path: Path) -> dict | None:
 
 
 @dataclass
+class ComputeEntry:
+    """One stage's ``metrics/compute/<stage>.json``: what it cost (see StageContext.compute)."""
+
+    wall_s: float
+    amount: int
+    unit: str
+    params: int | None
+    flops: float | None
+
+
+def read_compute(path: Path) -> ComputeEntry | None:
+    data = read_json(path)
+    if data is None:
+        return None
+    require(data, path, "wall_s", "amount", "unit")
+    optional = {k: None if data.get(k) is None else number(data[k], path, k)
+                for k in ("params", "flops")}
+    return ComputeEntry(wall_s=number(data["wall_s"], path, "wall_s"),
+                        amount=int(number(data["amount"], path, "amount")), unit=str(data["unit"]),
+                        params=None if optional["params"] is None else int(optional["params"]),
+                        flops=optional["flops"])
+
+
+def ledger_stages(tasks: list[str], methods: list[str]) -> list[tuple[str, str]]:
+    """(stage, ledger row) of every stage in the compute ledger, in pipeline order; a method's
+    transfer cells share a row. Only this grid's cells: others may be left from earlier runs."""
+    single = ["tokenize", "pretrain_bilm", "pretrain_bert", "extract@bilm", "extract@bert"]
+    return ([(name, name) for name in single]
+            + [(f"transfer@{t}-{m}", f"transfer {m}") for m in methods for t in tasks]
+            + [(name, name) for name in ("probe@bilm", "probe@bert")])
+
+
+@dataclass
 class ReportInputs:
     tasks: list[str]
     methods: list[str]
@@ -173,6 +204,7 @@ class ReportInputs:
     corpus_manifest: dict | None
     task_manifests: dict[str, dict | None]
     neighbors: str | None
+    compute: dict[str, ComputeEntry] = field(default_factory=dict)   # stage -> its cost
 
 
 def read_transfer_grid(root: Path, tasks: list[str], methods: list[str]) -> dict:
@@ -201,4 +233,6 @@ def load_inputs(root: Path | str, tasks: list[str], methods: list[str]) -> Repor
         corpus_manifest=read_json(root / "data" / "raw" / "corpus" / "MANIFEST.json"),
         task_manifests={t: read_json(root / "data" / "raw" / "tasks" / t / "MANIFEST.json")
                         for t in tasks},
-        neighbors=neighbors.read_text() if neighbors.exists() else None)
+        neighbors=neighbors.read_text() if neighbors.exists() else None,
+        compute={name: entry for name, _ in ledger_stages(tasks, methods)
+                 if (entry := read_compute(metrics / "compute" / f"{name}.json")) is not None})

@@ -20,23 +20,39 @@ log = logging.getLogger(__name__)
 
 
 class ElmoFeaturizer:
+    """Words → the biLM's layers per word. Counts the words run and their forward FLOPs."""
+
     def __init__(self, model_dir: Path, device):
+        from ctxrep.models.bilm import forward_flops_per_token
         from ctxrep.models.elmo import Elmo
 
         self.elmo = Elmo.from_pretrained(model_dir, device=device)
         self.n_layers, self.dim = self.elmo.num_output_layers, self.elmo.output_dim
+        self.params = self.elmo.bilm.num_parameters(include_softmax=False)
+        self.flops_per_word = forward_flops_per_token(self.elmo.bilm.config, softmax=False)
+        self.tokens, self.unit, self.flops = 0, "words", 0.0
 
     @torch.no_grad()
     def __call__(self, batch_words: list[list[str]]) -> list[np.ndarray]:
-        out = self.elmo([w if w else ["."] for w in batch_words])  # an empty text gets one token
+        inputs = [w if w else ["."] for w in batch_words]  # an empty text runs as one token
+        out = self.elmo(inputs)
+        n_words = sum(map(len, inputs))
+        self.tokens += n_words
+        self.flops += n_words * self.flops_per_word
         layers = out.layers.float().cpu().numpy()
         return [layers[i, :, :len(w)] for i, w in enumerate(batch_words)]
 
 
 class BertFeaturizer:
+    """Words → BERT's layers per word: each word's first sub-word, or the mean of its sub-words.
+
+    Words past ``max_seq_len`` sub-words are cut off and get zero vectors (counted in
+    ``truncated_words``). Counts the sub-words run and their forward FLOPs."""
+
     def __init__(self, model_dir: Path, device, pooling: str, max_seq_len: int):
         from transformers import AutoTokenizer
 
+        from ctxrep.models.bert import count_parameters
         from ctxrep.models.bert_hf import load_pretrained
 
         self.model = load_pretrained(model_dir).bert.to(device).eval()
@@ -45,31 +61,37 @@ class BertFeaturizer:
         self.max_len = min(max_seq_len, self.model.config.max_position_embeddings)
         self.n_layers = self.model.config.num_hidden_layers + 1
         self.dim = self.model.config.hidden_size
-        self.truncated_words = 0
+        self.params = count_parameters(self.model)
+        self.truncated_words, self.tokens, self.unit, self.flops = 0, 0, "sub-word tokens", 0.0
 
     @torch.no_grad()
     def __call__(self, batch_words: list[list[str]]) -> list[np.ndarray]:
+        from ctxrep.models.bert import flops_per_token
+
         enc = self.tokenizer([w if w else ["."] for w in batch_words], is_split_into_words=True,
                              truncation=True, max_length=self.max_len, padding=True,
                              return_tensors="pt")
         out = self.model(enc["input_ids"].to(self.device), enc["token_type_ids"].to(self.device),
                          enc["attention_mask"].to(self.device), output_hidden_states=True)
         hidden = torch.stack(out.hidden_states, dim=1).float().cpu()  # (B, L+1, T, H)
+        for length in enc["attention_mask"].sum(1).tolist():  # forward = 1/3 of training FLOPs
+            self.tokens += length
+            self.flops += length * flops_per_token(self.model.config, length, 0.0) / 3
         results = []
         for i, words in enumerate(batch_words):
-            word_ids = enc.word_ids(i)
+            # The word of each position; -1 for [CLS], [SEP], padding and the "." of an empty text.
+            word_of = torch.tensor([-1 if w is None or w >= len(words) else w
+                                    for w in enc.word_ids(i)])
+            keep = word_of >= 0
+            if self.pooling == "first":  # word ids ascend: a word's first piece starts a new id
+                keep &= word_of != torch.cat([word_of.new_tensor([-1]), word_of[:-1]])
+            positions = keep.nonzero().squeeze(1)
+            ids = word_of[positions]
             feats = torch.zeros(self.n_layers, len(words), self.dim)
-            counts = torch.zeros(len(words))
-            for pos, w in enumerate(word_ids):
-                if w is None or w >= len(words):
-                    continue
-                if self.pooling == "first" and counts[w] > 0:
-                    continue
-                feats[:, w] += hidden[i, :, pos]
-                counts[w] += 1
-            self.truncated_words += int((counts == 0).sum()) if words else 0
-            feats /= counts.clamp_min(1)[None, :, None]
-            results.append(feats.numpy())
+            feats.index_add_(1, ids, hidden[i][:, positions])
+            counts = torch.bincount(ids, minlength=len(words))
+            self.truncated_words += int((counts == 0).sum())
+            results.append((feats / counts.clamp_min(1)[None, :, None]).numpy())
         return results
 
 

@@ -133,7 +133,8 @@ class FeatureTaskObjective:
             loss = F.cross_entropy(out, batch["labels"])
         task_loss = loss.item()
         loss = loss + self.model.encoder.penalty(self.p.mix_l2)
-        return loss, {"loss": task_loss}, int(batch["mask"].sum())
+        words = int(batch["mask"].sum()) + (int(batch["mask2"].sum()) if "mask2" in batch else 0)
+        return loss, {"loss": task_loss}, words
 
     @torch.no_grad()
     def predict(self, split: str) -> list:
@@ -185,6 +186,10 @@ def run_feature_transfer(kind: str, metric: str, method: str, store: FeatureStor
                      log_every=max(1, steps // 20), seed=seed)
     result = train(objective, cfg, ckpt_dir, run, desc=f"{method} seed {seed}")
     Checkpoints(ckpt_dir).clear()
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    # Training FLOPs ~ 6 x weights x tokens (forward 2, backward 4 per weight and token; the
+    # frozen features were computed once, by extract). Heads run per sentence: a slight over-count.
     return {"scores": result.final_eval, "mix_weights": model.encoder.mix_weights(),
             "steps": result.steps, "train_tokens": result.train_tokens,
+            "trainable_params": trainable, "train_flops": 6.0 * trainable * result.train_tokens,
             "seconds": result.train_seconds}

@@ -37,7 +37,14 @@ from torch import nn
 
 from ctxrep.config import FinetuneTransferParams
 from ctxrep.data.schemas import KINDS
-from ctxrep.models.bert import IGNORE_INDEX, BertConfig, BertModel, BertOutput, init_bert_weights
+from ctxrep.models.bert import (
+    IGNORE_INDEX,
+    BertConfig,
+    BertModel,
+    BertOutput,
+    flops_per_token,
+    init_bert_weights,
+)
 from ctxrep.models.bert_hf import config_from_hf, load_pretrained
 from ctxrep.pretraining.loop import LoopConfig, train
 from ctxrep.transfer.scoring import score
@@ -553,8 +560,9 @@ def run_finetune(kind: str, metric: str, splits: dict, eval_split: str, model_di
     be this run's own: a step folder left there by another run would be resumed).
 
     Returns {"scores", "predictions" (one per eval example), "train_examples", "train_features",
-    "steps", "train_tokens", "train_loss" (last step's), "resumed_from" (step; 0 = fresh),
-    "seconds"}.
+    "steps", "train_tokens", "trainable_params", "train_flops" (the encoder's, at the mean
+    feature length; the small head is not counted), "train_loss" (last step's), "resumed_from"
+    (step; 0 = fresh), "seconds"}.
     """
     started = time.perf_counter()
     if kind not in KINDS:
@@ -594,6 +602,7 @@ def run_finetune(kind: str, metric: str, splits: dict, eval_split: str, model_di
     result = train(objective, loop_config, Path(ckpt_dir), run,
                    desc=f"{'bert-finetune' if pretrained else 'bert-scratch'} {kind}")
     remove_checkpoints(Path(ckpt_dir))
+    mean_length = sum(len(f["input_ids"]) for f in train_features) / len(train_features)
     return {
         "scores": result.final_eval,
         "predictions": objective.predictions,
@@ -601,6 +610,8 @@ def run_finetune(kind: str, metric: str, splits: dict, eval_split: str, model_di
         "train_features": len(train_features),
         "steps": result.steps,
         "train_tokens": result.train_tokens,
+        "trainable_params": sum(p.numel() for p in model.parameters() if p.requires_grad),
+        "train_flops": result.train_tokens * flops_per_token(config, round(mean_length), 0.0),
         "train_loss": result.curve[-1][1] if result.curve else float("nan"),
         "resumed_from": result.resumed_from,
         "seconds": time.perf_counter() - started,

@@ -215,8 +215,12 @@ def probe_task(task: str, store: FeatureStore, dataset, params: ProbeParams) -> 
     # The split extract wrote beside train (transfer.common.eval_split): validation by default.
     eval_split = EVAL_SPLIT if EVAL_SPLIT in dataset else next(s for s in dataset if s != TRAIN_SPLIT)
     evaluation = task_items(task, store, dataset, eval_split, params.max_eval_examples, None)
+    classes = n_classes(task, dataset)
+    n_layers, _, dim = train.x.shape
     return {"metric": PROBE_METRICS[task],
-            "layers": layer_scores(train, evaluation, n_classes(task, dataset), params),
+            "layers": layer_scores(train, evaluation, classes, params),
+            # 6 FLOPs per weight and item (forward + backward), every layer's probe, every epoch
+            "train_flops": 6.0 * n_layers * params.epochs * train.n_items * dim * classes,
             "train_examples": train.n_examples, "train_items": train.n_items,
             "eval_examples": evaluation.n_examples, "eval_items": evaluation.n_items}
 
