@@ -2,12 +2,11 @@
 
 import datasets
 import numpy as np
-import pytest
 import torch
 
 from ctxrep.config import FeatureTransferParams
 from ctxrep.data import schemas
-from ctxrep.transfer.feature_train import FeatureTaskObjective, build_model, run_feature_transfer
+from ctxrep.transfer.feature_train import build_model, run_feature_transfer
 from ctxrep.transfer.features import FIELDS, FeatureStore, FieldWriter, task_words
 
 N_LAYERS, DIM = 3, 8

@@ -16,14 +16,11 @@ from ctxrep.models.bert_hf import save_pretrained
 from ctxrep.text.wordpiece import save_wordpiece, train_wordpiece
 from ctxrep.transfer.finetune import (
     FinetuneObjective,
-    SpanQA,
-    Tagging,
-    best_span,
     build_encoder,
-    context_windows,
     load_tokenizer,
     run_finetune,
 )
+from ctxrep.transfer.finetune_tasks import SpanQA, Tagging, best_span, context_windows
 
 # ---------------------------------------------------------------------------------------------
 # Tiny task data (canonical schemas)
