@@ -7,6 +7,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(abspath $(VENV))/bin
 STAMP := $(VENV)/.installed
+DVC ?= $(BIN)/dvc
 # The data mirror: taken from the environment, else ../shared/data when that folder exists.
 CTXREP_DATA_MIRROR ?= $(abspath $(wildcard ../shared/data))
 export CTXREP_DATA_MIRROR
@@ -30,16 +31,20 @@ $(STAMP): pyproject.toml requirements.lock
 	$(BIN)/python -m pip install -q --no-deps -e .
 	touch $(STAMP)
 
+# An interrupted `dvc exp run` can leave HEAD detached at the branch's own commit: re-attach it.
 repro: $(STAMP)
 	@test -d .git || { echo "make repro needs a git checkout (DVC experiments)"; exit 2; }
 	@branch=$$(git symbolic-ref -q --short HEAD); \
+	reattach() { trap "" INT TERM; \
+	  if [ -n "$$branch" ] && ! git symbolic-ref -q HEAD >/dev/null; then \
+	    if [ "$$(git rev-parse HEAD)" = "$$(git rev-parse "$$branch")" ]; then \
+	      git checkout -q "$$branch" && echo "ctxrep: re-attached HEAD to $$branch" >&2; \
+	    else echo "ctxrep: WARNING: HEAD is detached; return with: git checkout $$branch" >&2; fi; \
+	  fi; }; \
+	trap reattach EXIT; trap 'exit 130' INT TERM; \
 	args=$$($(BIN)/python -m ctxrep.config dvc-args $(PROFILE)) || exit 2; \
 	echo "dvc exp run $$args"; \
-	eval "$(BIN)/dvc exp run $$args"; rc=$$?; \
-	if [ -n "$$branch" ] && ! git symbolic-ref -q HEAD >/dev/null; then \
-	  echo "ctxrep: WARNING: HEAD was left detached (an interrupted 'dvc exp run' does this)." \
-	       "Your commits are safe; return with: git checkout $$branch" >&2; fi; \
-	exit $$rc
+	eval "$(DVC) exp run $$args"
 	@echo "ctxrep: done. Report: reports/report.md; numbers: dvc metrics show / dvc exp show"
 
 test: $(STAMP)

@@ -255,6 +255,30 @@ def test_sampled_softmax_formula(monkeypatch):
         assert nll[row].item() == pytest.approx(expected, abs=1e-5)
 
 
+def test_sampled_softmax_gradient_is_bitwise_reproducible_with_threads():
+    """Many rows share a target (frequent words): their gradients must add up in a fixed order.
+
+    At this size a ``weight[targets]`` lookup backpropagates through parallel atomic adds on
+    CPU, and the weights of two identical runs drift apart (seen at the default profile)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        generator = torch.Generator().manual_seed(0)
+        hidden = torch.randn(4096, 64, generator=generator)
+        targets = torch.randint(0, 20, (4096,), generator=generator)  # ~200 rows per word
+        output = torch.nn.Linear(64, 1000)
+        grads = []
+        for _ in range(8):
+            torch.manual_seed(1)  # the same negatives every time
+            output.zero_grad()
+            sampled_softmax_nll(hidden, targets, output, n_negatives=100).sum().backward()
+            grads.append((output.weight.grad.clone(), output.bias.grad.clone()))
+    finally:
+        torch.set_num_threads(threads)
+    for weight_grad, bias_grad in grads[1:]:
+        assert torch.equal(weight_grad, grads[0][0]) and torch.equal(bias_grad, grads[0][1])
+
+
 def test_sampled_softmax_learns_the_unigram_distribution(one_thread):
     # A bias-only model fitted to Zipf-distributed words: softmax(b) should approach the true
     # distribution. Full softmax reaches KL ~0.01; without the log Q correction KL is ~0.7.

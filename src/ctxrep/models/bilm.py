@@ -317,9 +317,13 @@ def sampled_softmax_nll(hidden: torch.Tensor, targets: torch.Tensor, output: nn.
         p = log_uniform_probability(ids, vocab_size)
         return torch.log(-torch.expm1(num_tries * torch.log1p(-p))).float()
 
-    true_logits = (hidden * output.weight[targets]).sum(-1) + output.bias[targets]
+    # Rows are looked up with F.embedding, not ``weight[ids]``: the backward of advanced indexing
+    # on CPU accumulates repeated ids with parallel atomic adds, in a run-to-run varying order.
+    weight, bias = output.weight, output.bias.unsqueeze(1)
+    true_logits = (hidden * F.embedding(targets, weight)).sum(-1) + F.embedding(targets, bias).squeeze(1)
     true_logits = true_logits.float() - log_expected_count(targets)
-    sampled_logits = F.linear(hidden, output.weight[candidates], output.bias[candidates]).float()
+    sampled_logits = F.linear(hidden, F.embedding(candidates, weight),
+                              F.embedding(candidates, bias).squeeze(1)).float()
     sampled_logits = sampled_logits - log_expected_count(candidates)
     sampled_logits = sampled_logits.masked_fill(targets.unsqueeze(1) == candidates.unsqueeze(0), float("-inf"))
     logits = torch.cat([true_logits.unsqueeze(1), sampled_logits], dim=1)
