@@ -49,6 +49,14 @@ def _pct(metrics: dict, key: str) -> str:
     return MISSING if value is None else f"{100 * value:.1f}"
 
 
+def _int_range(values: list[int]) -> str:
+    """"1,000" or "1,000–2,000" (smallest to largest); "—" for none."""
+    if not values:
+        return MISSING
+    low, high = min(values), max(values)
+    return f"{low:,}" if low == high else f"{low:,}–{high:,}"
+
+
 def _seconds(value) -> str:
     return MISSING if value is None else f"{value:,.1f} s"
 
@@ -169,16 +177,12 @@ def ledger_section(inputs: ReportInputs) -> str:
         return "## Compute ledger\n\n_No stage has recorded its cost yet._"
     rows = []
     for label, entries in groups.items():
-        units = {e.unit for e in entries}
-        params = sorted({e.params for e in entries if e.params is not None})
+        units = " + ".join(sorted({e.unit for e in entries}))
         flops = [e.flops for e in entries if e.flops is not None]
-        if len(entries) > 1:
-            label += f" ({len(entries)} tasks)"
-        rows.append([label,
-                     f"{sum(e.amount for e in entries):,} {' + '.join(sorted(units))}",
+        rows.append([label if len(entries) == 1 else f"{label} ({len(entries)} tasks)",
+                     f"{sum(e.amount for e in entries):,} {units}",
                      _seconds(sum(e.wall_s for e in entries)),
-                     MISSING if not params else
-                     f"{params[0]:,}" if len(params) == 1 else f"{params[0]:,}–{params[-1]:,}",
+                     _int_range([e.params for e in entries if e.params is not None]),
                      f"{sum(flops):.2e}" if flops else MISSING])
     every = [e for entries in groups.values() for e in entries]
     rows.append(["**total**", "", _seconds(sum(e.wall_s for e in every)), "",
