@@ -13,7 +13,6 @@ useful-work count for both) over the peak fp32 matmul FLOP/s measured in this ru
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -25,6 +24,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
 import transformers  # noqa: E402
 
+from ctxrep.io import write_json  # noqa: E402
 from ctxrep.models.bert import BertConfig, BertForPreTraining, flops_per_token, param_groups  # noqa: E402
 from ctxrep.models.bert_hf import hf_config_dict, to_hf_state_dict  # noqa: E402
 from ctxrep.pretraining.bert_data import SpecialTokens, mask_tokens  # noqa: E402
@@ -179,8 +179,7 @@ def main() -> None:
         print(f"{name:>13}: {result['tokens_per_s'][name]:>9,.0f} tokens/s   MFU {result['mfu'][name]:6.1%}")
     print(f"ctxrep / transformers (median of per-round ratios): {result['speedup_median']:.2f}x")
     if args.json_path:
-        with open(args.json_path, "w") as f:
-            json.dump(result, f, indent=2)
+        write_json(args.json_path, result)
 
 
 if __name__ == "__main__":

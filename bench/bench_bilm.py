@@ -12,7 +12,6 @@ position a real word; <S>/</S> count as tokens). Model FLOP utilisation = analyt
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import random
 import statistics
@@ -21,6 +20,7 @@ from contextlib import nullcontext
 
 import torch
 
+from ctxrep.io import write_json
 from ctxrep.models.bilm import BiLM, BiLMConfig, flops_per_token
 from ctxrep.text.elmo_chars import batch_to_char_ids
 from mfu import peak_matmul_flops, synchronize  # bench/mfu.py (run as a script)
@@ -146,8 +146,7 @@ def main() -> None:
     for name, value in rows:
         print(f"{name:<{width}}  {value}")
     if args.json_path:
-        with open(args.json_path, "w") as f:
-            json.dump(result, f, indent=2)
+        write_json(args.json_path, result)
 
 
 if __name__ == "__main__":

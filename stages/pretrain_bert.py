@@ -1,7 +1,5 @@
 """Stage pretrain_bert: MLM (+NSP) pretraining → data/models/bert/ (a Hugging Face model dir)."""
 
-import hashlib
-import json
 from pathlib import Path
 
 import torch
@@ -36,25 +34,15 @@ with stage("pretrain_bert", "pretrain_bert") as ctx:
     model = BertForPreTraining(config).to(device)
     objective = BertObjective(model, load_documents(corpus, "train"),
                               load_documents(corpus, "validation"), vocab, p, device)
-    key = hashlib.sha256(json.dumps([ctx.params["pretrain_bert"], corpus.meta],
-                                    sort_keys=True, default=str).encode()).hexdigest()[:16]
+    key = loop.run_key(ctx.params["pretrain_bert"], corpus.meta)
     result = loop.train(objective, p.loop_config(), CKPT / key, ctx.run, dist, desc="pretrain_bert")
 
     if dist.main:
         with atomic_dir(OUT) as tmp:
             save_pretrained(model.cpu(), tmp, tokenizer_dir=corpus.root,
                             do_lower_case=corpus.meta["params"]["lowercase"])
-        ev = result.final_eval
-        metrics = {k: round(v, 4) for k, v in ev.items()}
-        metrics.update({
-            "train_tokens": result.train_tokens, "steps": result.steps,
-            "tokens_per_s": round(result.train_tokens / max(result.train_seconds, 1e-9), 1),
-            "train_seconds": round(result.train_seconds, 1), "params": count_parameters(model),
-            "train_flops": float(flops_per_token(config, p.max_seq_len)) * result.train_tokens})
-        ctx.write_metrics("metrics/pretrain_bert.json", metrics)
-        ctx.compute(amount=result.train_tokens, unit="tokens", params=metrics["params"],
-                    flops=metrics["train_flops"])
-        loop.write_curve(Path("metrics/pretrain_bert_curve.tsv"), result)
-        loop.Checkpoints(CKPT).clear()
+        loop.publish(ctx, "pretrain_bert", result,
+                     {k: round(v, 4) for k, v in result.final_eval.items()},
+                     count_parameters(model), flops_per_token(config, p.max_seq_len), CKPT)
     ctx.summary(steps=result.steps, tokens=result.train_tokens,
                 val_mlm_acc=round(result.final_eval["val_mlm_acc"], 3))

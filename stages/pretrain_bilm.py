@@ -1,7 +1,5 @@
 """Stage pretrain_bilm: train the ELMo biLM on the tokenized corpus → data/models/bilm/."""
 
-import hashlib
-import json
 from pathlib import Path
 
 import torch
@@ -40,8 +38,7 @@ with stage("pretrain_bilm", "pretrain_bilm") as ctx:
     objective = BiLMObjective(model, train, heldout, chars, targets, p.batch_size, p.seed, device)
 
     # Checkpoints are keyed by the params and the data, so a changed run never resumes an old one.
-    key = hashlib.sha256(json.dumps([ctx.params["pretrain_bilm"], corpus.meta],
-                                    sort_keys=True, default=str).encode()).hexdigest()[:16]
+    key = loop.run_key(ctx.params["pretrain_bilm"], corpus.meta)
     result = loop.train(objective, p.loop_config(), CKPT / key, ctx.run, dist, desc="pretrain_bilm")
 
     if dist.main:
@@ -49,20 +46,11 @@ with stage("pretrain_bilm", "pretrain_bilm") as ctx:
             Elmo(model.cpu(), vocab).save_pretrained(tmp)
         unigram = unigram_perplexity(train, heldout, targets, len(vocab))
         ev = result.final_eval
-        metrics = {
+        loop.publish(ctx, "pretrain_bilm", result, {
             "val_ppl_forward": round(ev["val_ppl_forward"], 3),
             "val_ppl_backward": round(ev["val_ppl_backward"], 3),
             "val_ppl": round(ev["val_ppl"], 3), "unigram_ppl": round(unigram, 3),
-            "train_tokens": result.train_tokens, "steps": result.steps,
-            "tokens_per_s": round(result.train_tokens / max(result.train_seconds, 1e-9), 1),
-            "train_seconds": round(result.train_seconds, 1),
-            "params": model.num_parameters(),
             "params_without_softmax": model.num_parameters(include_softmax=False),
-            "train_flops": float(flops_per_token(config)) * result.train_tokens}
-        ctx.write_metrics("metrics/pretrain_bilm.json", metrics)
-        ctx.compute(amount=result.train_tokens, unit="tokens", params=metrics["params"],
-                    flops=metrics["train_flops"])
-        loop.write_curve(Path("metrics/pretrain_bilm_curve.tsv"), result)
-        loop.Checkpoints(CKPT).clear()
+        }, model.num_parameters(), flops_per_token(config), CKPT)
     ctx.summary(steps=result.steps, tokens=result.train_tokens,
                 val_ppl=round(result.final_eval["val_ppl"], 1))

@@ -69,6 +69,13 @@ def randomize_(model):
     return model
 
 
+def tiny_hf_config() -> transformers.BertConfig:
+    """A checkpoint config written by transformers itself, not by ctxrep's exporter."""
+    return transformers.BertConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2,
+                                   num_attention_heads=4, intermediate_size=64,
+                                   max_position_embeddings=40)
+
+
 def max_diff_at_real_tokens(a, b, attention_mask):
     return (a - b)[attention_mask.bool()].abs().max().item()
 
@@ -288,10 +295,7 @@ def test_export_loads_in_transformers_with_same_logits(tmp_path):
 @pytest.mark.parametrize("weights_format", ["safetensors", "bin_tf_names"])
 def test_import_of_a_transformers_checkpoint_gives_same_logits(tmp_path, weights_format):
     torch.manual_seed(7)
-    hf_config = transformers.BertConfig(
-        vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-        intermediate_size=64, max_position_embeddings=40,
-    )  # fmt: skip
+    hf_config = tiny_hf_config()
     theirs = randomize_(transformers.BertForPreTraining(hf_config).eval())
     theirs.save_pretrained(tmp_path)
     if weights_format == "bin_tf_names":  # old checkpoints: pytorch_model.bin, LayerNorm gamma/beta
@@ -313,10 +317,7 @@ def test_import_of_a_transformers_checkpoint_gives_same_logits(tmp_path, weights
 
 def test_import_of_an_encoder_only_checkpoint(tmp_path):
     torch.manual_seed(8)
-    hf_config = transformers.BertConfig(
-        vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-        intermediate_size=64, max_position_embeddings=40,
-    )  # fmt: skip
+    hf_config = tiny_hf_config()
     encoder = randomize_(transformers.BertModel(hf_config).eval())
     encoder.save_pretrained(tmp_path)
     ours = load_pretrained(tmp_path).bert

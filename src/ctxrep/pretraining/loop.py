@@ -14,6 +14,7 @@ from a checkpoint at step k replays steps k.. exactly as an uninterrupted run wo
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import math
@@ -336,3 +337,27 @@ def write_curve(path: Path, result: TrainResult) -> None:
         f.write("step\ttrain_loss\tlr\n")
         for step, loss, lr in result.curve:
             f.write(f"{int(step)}\t{loss:.6f}\t{lr:.6g}\n")
+
+
+def run_key(*parts) -> str:
+    """A checkpoint folder name from a run's params and data: a changed run never resumes an
+    old one's checkpoints."""
+    blob = json.dumps(parts, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def publish(ctx, name: str, result: TrainResult, evaluation: dict, n_params: int,
+            flops_per_token: float, ckpt_root: Path) -> dict:
+    """What a pretraining stage leaves besides its model, once it has finished: ``metrics/
+    <name>.json`` (``evaluation`` + run totals), its compute-ledger entry and loss curve; its
+    checkpoints go. ``ctx`` is the stage's :class:`ctxrep.stage.StageContext`."""
+    metrics = {**evaluation, "train_tokens": result.train_tokens, "steps": result.steps,
+               "tokens_per_s": round(result.train_tokens / max(result.train_seconds, 1e-9), 1),
+               "train_seconds": round(result.train_seconds, 1), "params": n_params,
+               "train_flops": float(flops_per_token) * result.train_tokens}
+    ctx.write_metrics(f"metrics/{name}.json", metrics)
+    ctx.compute(amount=result.train_tokens, unit="tokens", params=n_params,
+                flops=metrics["train_flops"])
+    write_curve(Path(f"metrics/{name}_curve.tsv"), result)
+    Checkpoints(ckpt_root).clear()
+    return metrics

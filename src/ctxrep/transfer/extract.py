@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ctxrep.models.bert import count_parameters, flops_per_token
 from ctxrep.transfer.features import FIELDS, FieldWriter, task_words
 
 log = logging.getLogger(__name__)
@@ -52,7 +53,6 @@ class BertFeaturizer:
     def __init__(self, model_dir: Path, device, pooling: str, max_seq_len: int):
         from transformers import AutoTokenizer
 
-        from ctxrep.models.bert import count_parameters
         from ctxrep.models.bert_hf import load_pretrained
 
         self.model = load_pretrained(model_dir).bert.to(device).eval()
@@ -66,8 +66,6 @@ class BertFeaturizer:
 
     @torch.no_grad()
     def __call__(self, batch_words: list[list[str]]) -> list[np.ndarray]:
-        from ctxrep.models.bert import flops_per_token
-
         enc = self.tokenizer([w if w else ["."] for w in batch_words], is_split_into_words=True,
                              truncation=True, max_length=self.max_len, padding=True,
                              return_tensors="pt")
