@@ -16,6 +16,9 @@ export MLFLOW_DISABLE_TELEMETRY := true
 export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
+# DVC keeps its index and state in a system-wide folder (/var/tmp/dvc) unless told otherwise:
+# keep it inside the project, where `git clean -X` finds it.
+export DVC_SITE_CACHE_DIR ?= $(abspath .dvc/tmp/site-cache)
 
 .PHONY: repro test test-fast bench venv clean-venv mlflow-ui
 
@@ -31,21 +34,13 @@ $(STAMP): pyproject.toml requirements.lock
 	$(BIN)/python -m pip install -q --no-deps -e .
 	touch $(STAMP)
 
-# An interrupted `dvc exp run` can leave HEAD detached at the branch's own commit: re-attach it.
+# The profile name reaches Python through the environment, never pasted into a command line;
+# ctxrep.repro checks it (a plain word naming conf/profile/<name>.yaml), validates the composed
+# params before DVC touches any output, holds a lock against a second run in this checkout,
+# and re-attaches a HEAD that an interrupted `dvc exp run` left detached.
+export PROFILE DVC
 repro: $(STAMP)
-	@test -d .git || { echo "make repro needs a git checkout (DVC experiments)"; exit 2; }
-	@branch=$$(git symbolic-ref -q --short HEAD); \
-	reattach() { trap "" INT TERM; \
-	  if [ -n "$$branch" ] && ! git symbolic-ref -q HEAD >/dev/null; then \
-	    if [ "$$(git rev-parse HEAD)" = "$$(git rev-parse "$$branch")" ]; then \
-	      git checkout -q "$$branch" && echo "ctxrep: re-attached HEAD to $$branch" >&2; \
-	    else echo "ctxrep: WARNING: HEAD is detached; return with: git checkout $$branch" >&2; fi; \
-	  fi; }; \
-	trap reattach EXIT; trap 'exit 130' INT TERM; \
-	args=$$($(BIN)/python -m ctxrep.config dvc-args $(PROFILE)) || exit 2; \
-	echo "dvc exp run $$args"; \
-	eval "$(DVC) exp run $$args"
-	@echo "ctxrep: done. Report: reports/report.md; numbers: dvc metrics show / dvc exp show"
+	@$(BIN)/python -m ctxrep.repro "$$PROFILE"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

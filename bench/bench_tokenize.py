@@ -76,11 +76,11 @@ def child_fetch(n_docs: int, out: str) -> dict:
 
 
 def child_stage(raw: str, out: str, num_proc: int) -> dict:
-    from ctxrep.config import TokenizeParams
+    from ctxrep.config import defaults
     from ctxrep.data.tokenized import build
 
     Path(out).mkdir(parents=True)
-    meta = build(Path(raw), Path(out), TokenizeParams(num_proc=num_proc))
+    meta = build(Path(raw), Path(out), defaults("tokenize", num_proc=num_proc))
     return {"wordpieces": sum(s["wordpieces"] for s in meta["splits"].values())}
 
 

@@ -15,7 +15,7 @@ from ctxrep.transfer.extract import BertFeaturizer, ElmoFeaturizer, extract_task
 model = sys.argv[1]
 with stage(f"extract@{model}", "extract") as ctx:
     p = ctx.section
-    common, _ = config.load_transfer("elmo", params=ctx.params)
+    common = config.load_transfer_common(ctx.params)
     tasks = ctx.params["grid"]["tasks"]
     torch.set_grad_enabled(False)
     device = "cuda" if torch.cuda.is_available() else "cpu"

@@ -12,16 +12,19 @@ from ctxrep.data import registry, sources
 from ctxrep.stage import stage
 
 task = sys.argv[1]
+LOCATED = Path("data/sources.json")  # locate_data: which source serves, as DVC hashed it
 with stage(f"fetch_tasks@{task}", "data") as ctx:
     p = ctx.section
-    spec = registry.TASKS[task]
+    spec = registry.get(task)
     out = Path("data/raw/tasks") / task
     try:
         manifest = sources.fetch(spec, p.source, {"seed": p.seed,
                                                   "squad_train_fraction": p.squad_train_fraction},
                                  out, verify_sha256=p.verify_sha256)
+        sources.check_located(LOCATED, task, manifest)
         ctx.summary(source=manifest["source"], **manifest["rows"])
     except sources.Unavailable as e:
+        sources.check_located(LOCATED, task, None)
         logging.getLogger("ctxrep").warning("TASK UNAVAILABLE: %s", e)
         sources.write_unavailable(spec, str(e), out)
         ctx.summary(available=False)

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import torch
 
+from ctxrep import config
 from ctxrep.data.tokenized import TokenizedCorpus
 from ctxrep.io import atomic_dir
 from ctxrep.models.bert import BertConfig, BertForPreTraining, count_parameters, flops_per_token
@@ -18,24 +19,17 @@ with stage("pretrain_bert", "pretrain_bert") as ctx:
     p = ctx.section
     corpus = TokenizedCorpus("data/tokenized")
     vocab = corpus.wordpiece_tokenizer().get_vocab()
-    common = dict(vocab_size=len(vocab), max_position_embeddings=p.max_position_embeddings,
-                  hidden_dropout_prob=p.dropout, attention_probs_dropout_prob=p.dropout,
-                  pre_layer_norm=p.pre_layer_norm, pad_token_id=vocab["[PAD]"])
-    if p.size == "custom":
-        config = BertConfig(hidden_size=p.hidden_size, num_hidden_layers=p.num_hidden_layers,
-                            num_attention_heads=p.num_attention_heads,
-                            intermediate_size=p.intermediate_size, **common).validate()
-    else:
-        config = BertConfig.named(p.size, **common)
+    with config.as_param_error("pretrain_bert"):  # before any work
+        model_config = BertConfig.from_params(p, vocab_size=len(vocab), pad_token_id=vocab["[PAD]"])
 
     dist = loop.init_distributed()
     device = loop.default_device(dist)
     torch.manual_seed(p.seed)
-    model = BertForPreTraining(config).to(device)
+    model = BertForPreTraining(model_config).to(device)
     objective = BertObjective(model, load_documents(corpus, "train"),
                               load_documents(corpus, "validation"), vocab, p, device)
-    key = loop.run_key(ctx.params["pretrain_bert"], corpus.meta)
-    result = loop.train(objective, p.loop_config(), CKPT / key, ctx.run, dist, desc="pretrain_bert")
+    key = loop.run_key(config.as_dict(p), corpus.meta)
+    result = loop.train(objective, loop.LoopConfig.from_params(p), CKPT / key, ctx.run, dist, desc="pretrain_bert")
 
     if dist.main:
         with atomic_dir(OUT) as tmp:
@@ -43,6 +37,6 @@ with stage("pretrain_bert", "pretrain_bert") as ctx:
                             do_lower_case=corpus.meta["params"]["lowercase"])
         loop.publish(ctx, "pretrain_bert", result,
                      {k: round(v, 4) for k, v in result.final_eval.items()},
-                     count_parameters(model), flops_per_token(config, p.max_seq_len), CKPT)
+                     count_parameters(model), flops_per_token(model_config, p.max_seq_len), CKPT)
     ctx.summary(steps=result.steps, tokens=result.train_tokens,
                 val_mlm_acc=round(result.final_eval["val_mlm_acc"], 3))

@@ -6,6 +6,7 @@ import torch
 
 from ctxrep.data.tokenized import TokenizedCorpus
 from ctxrep.io import atomic_dir
+from ctxrep import config
 from ctxrep.models.bilm import BiLM, BiLMConfig, flops_per_token
 from ctxrep.models.elmo import Elmo
 from ctxrep.pretraining import loop
@@ -19,18 +20,13 @@ with stage("pretrain_bilm", "pretrain_bilm") as ctx:
     p = ctx.section
     corpus = TokenizedCorpus("data/tokenized")
     vocab, _ = corpus.word_vocab()
-    sizes = {k: getattr(p, k) for k in ("projection_dim", "cell_dim", "n_layers", "filters",
-                                        "n_highway", "char_embed_dim", "activation", "cell_clip",
-                                        "proj_clip")}
-    common = dict(vocab_size=len(vocab), dropout=p.dropout, softmax=p.softmax,
-                  n_negatives=p.n_negatives)
-    config = (BiLMConfig.from_dict({**sizes, **common}) if p.preset == "custom"
-              else BiLMConfig.preset(p.preset, **common))
+    with config.as_param_error("pretrain_bilm"):  # before any work
+        model_config = BiLMConfig.from_params(p, vocab_size=len(vocab))
 
     dist = loop.init_distributed()
     device = loop.default_device(dist)
     torch.manual_seed(p.seed)
-    model = BiLM(config).to(device)
+    model = BiLM(model_config).to(device)
     types = WordTypes(vocab)
     train = load_sentences(corpus, "train", types)
     heldout = load_sentences(corpus, "validation", types, max_sentences=p.eval_sentences)
@@ -38,8 +34,8 @@ with stage("pretrain_bilm", "pretrain_bilm") as ctx:
     objective = BiLMObjective(model, train, heldout, chars, targets, p.batch_size, p.seed, device)
 
     # Checkpoints are keyed by the params and the data, so a changed run never resumes an old one.
-    key = loop.run_key(ctx.params["pretrain_bilm"], corpus.meta)
-    result = loop.train(objective, p.loop_config(), CKPT / key, ctx.run, dist, desc="pretrain_bilm")
+    key = loop.run_key(config.as_dict(p), corpus.meta)
+    result = loop.train(objective, loop.LoopConfig.from_params(p), CKPT / key, ctx.run, dist, desc="pretrain_bilm")
 
     if dist.main:
         with atomic_dir(OUT) as tmp:
@@ -51,6 +47,6 @@ with stage("pretrain_bilm", "pretrain_bilm") as ctx:
             "val_ppl_backward": round(ev["val_ppl_backward"], 3),
             "val_ppl": round(ev["val_ppl"], 3), "unigram_ppl": round(unigram, 3),
             "params_without_softmax": model.num_parameters(include_softmax=False),
-        }, model.num_parameters(), flops_per_token(config), CKPT)
+        }, model.num_parameters(), flops_per_token(model_config), CKPT)
     ctx.summary(steps=result.steps, tokens=result.train_tokens,
                 val_ppl=round(result.final_eval["val_ppl"], 1))

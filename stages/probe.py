@@ -24,7 +24,7 @@ with stage(f"probe@{model}", "probe") as ctx:
     params = ctx.section
     start = time.perf_counter()
     # The examples extract featurized: the same subsample transfer uses (transfer.common).
-    common, _ = config.load_transfer("elmo", params=ctx.params)
+    common = config.load_transfer_common(ctx.params)
     result = probe_model(model, "data/features", lambda task: load_task(task, common), params)
     write_json(f"metrics/probe/{model}.json", result)
     if ctx.run:

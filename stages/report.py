@@ -8,8 +8,7 @@ from ctxrep.report import ReportInputError, build_report, load_inputs, write_rep
 from ctxrep.report.summary import flat_numbers
 from ctxrep.stage import log, stage
 
-# The report has no params of its own; the data section is loaded for provenance only.
-with stage("report", "data") as ctx:
+with stage("report", None) as ctx:
     try:
         inputs = load_inputs(".", ctx.params["tasks"], list(METHODS))
     except ReportInputError as e:

@@ -138,16 +138,17 @@ def tree_hash(root: Path) -> str:
     return h.hexdigest()
 
 
-def scratch_repo(dest: Path) -> Path:
-    """A git repo holding the project's pipeline files (not data), for running real stages."""
-    for name in ("dvc.yaml", "params.yaml", ".dvcignore", ".gitignore"):
+def scratch_repo(dest: Path, profile: str = "default", overrides: list[str] = ()) -> Path:
+    """A git repo holding the project's pipeline files (not data), for running real stages,
+    with params.yaml composed for ``profile`` (+ Hydra ``overrides``) as `dvc exp run` would."""
+    for name in ("dvc.yaml", ".dvcignore", ".gitignore"):
         shutil.copy2(REPO / name, dest / name)
-    for name in ("stages", "profiles", ".dvc"):
-        shutil.copytree(REPO / name, dest / name, ignore=shutil.ignore_patterns("tmp", "cache",
-                                                                               "__pycache__"))
-    set_profile(dest, "default")  # whatever the workspace was last switched to
-    params = dest / "params.yaml"  # the fixture mirror is not the published data
-    params.write_text(params.read_text().replace("verify_sha256: true", "verify_sha256: false"))
+    for name in ("stages", "conf", ".dvc"):
+        shutil.copytree(REPO / name, dest / name, ignore=shutil.ignore_patterns(
+            "tmp", "cache", "__pycache__", "config.local"))
+    conf = dest / "conf/config.yaml"  # the fixture mirror is not the published data
+    conf.write_text(conf.read_text().replace("verify_sha256: true", "verify_sha256: false"))
+    compose(dest, profile, overrides)
     # dvc.yaml's code deps point into src/: link the installed package source.
     (dest / "src").mkdir()
     os.symlink(REPO / "src" / "ctxrep", dest / "src" / "ctxrep")
@@ -156,6 +157,13 @@ def scratch_repo(dest: Path) -> Path:
     for cmd in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "init"]):
         subprocess.run(cmd, cwd=dest, check=True, env=env)
     return dest
+
+
+def compose(repo: Path, profile: str, overrides: list[str] = ()) -> dict:
+    """params.yaml of ``repo`` composed as ``dvc exp run -S profile=<p> -S <override>...``."""
+    from ctxrep import config
+
+    return config.compose(profile, list(overrides), root=repo)
 
 
 def run_stage(repo: Path, script: str, *args: str, env: dict | None = None,
@@ -169,12 +177,8 @@ def run_stage(repo: Path, script: str, *args: str, env: dict | None = None,
     return proc
 
 
-def set_profile(repo: Path, profile: str) -> None:
-    params = repo / "params.yaml"
-    text = params.read_text()
-    import re
-
-    params.write_text(re.sub(r"^profile: \S+", f"profile: {profile}", text, flags=re.M))
+def set_profile(repo: Path, profile: str, overrides: list[str] = ()) -> None:
+    compose(repo, profile, overrides)
 
 
 def kill_stage_when(repo: Path, script: str, args: list[str], condition, env: dict | None = None,

@@ -1,95 +1,127 @@
-"""Params: profile merge and validation errors that name the key."""
+"""Params: profiles composed into params.yaml (what DVC hashes is what runs), validation errors
+that name the key, and profile names that cannot reach a shell or a path outside conf/."""
+
+import os
+import subprocess
+import sys
 
 import pytest
 import yaml
 
 from ctxrep import config
 from ctxrep.config import ParamError
+from tests.conftest import REPO
 
 
-def _repo(tmp_path, params: dict, profiles: dict):
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
-    (tmp_path / "profiles").mkdir()
-    for name, body in profiles.items():
-        (tmp_path / "profiles" / f"{name}.yaml").write_text(yaml.safe_dump(body))
-    return tmp_path
+def compose(tmp_path, profile, *overrides):
+    return config.compose(profile, list(overrides), root=REPO, out=tmp_path / "params.yaml")
 
 
-def test_project_params_are_valid_under_every_profile():
-    from tests.conftest import REPO
-
-    for prof in sorted(p.stem for p in (REPO / "profiles").glob("*.yaml")):
-        params = config.read_params(REPO, profile=prof)
-        for section in config.SECTIONS:
-            if section in params:
-                config.load_section(section, params=params)
-
-
-def test_profile_overrides_only_what_it_names(tmp_path):
-    root = _repo(tmp_path, {"profile": "tiny", "tokenize": {"num_proc": 2, "seed": 3}},
-                 {"tiny": {"tokenize": {"num_proc": 1}}, "default": {}})
-    p = config.load_section("tokenize", root)
-    assert (p.num_proc, p.seed) == (1, 3)
-    assert config.read_params(root)["profile"] == "tiny"
+def test_committed_params_yaml_is_the_default_profile_composed(tmp_path):
+    """params.yaml is generated (`dvc exp run -S profile=default`); a hand edit would run values
+    that conf/ does not hold."""
+    composed = compose(tmp_path, "default")
+    assert yaml.safe_load((REPO / "params.yaml").read_text()) == composed, (
+        "params.yaml is not conf/ composed for the default profile: switch back with "
+        "`make repro` (or `dvc exp run -S profile=default`), edit conf/ rather than params.yaml")
 
 
-@pytest.mark.parametrize("section,value,key,expected", [
-    ({"num_proc": "2"}, None, "tokenize.num_proc", "an integer"),
-    ({"num_proc": 0}, None, "tokenize.num_proc", ">= 1"),
-    ({"lowercase": 1}, None, "tokenize.lowercase", "true or false"),
-    ({"heldout_fraction": 0.9}, None, "tokenize.heldout_fraction", "< 0.5"),
-    ({"nmu_proc": 2}, None, "tokenize.nmu_proc", "known keys"),
-    ({"min_sentence_words": 20, "max_sentence_words": 10}, None, "tokenize.min_sentence_words",
+@pytest.mark.parametrize("profile", config.profiles(REPO))
+def test_every_profile_composes_to_valid_params(tmp_path, profile):
+    params = compose(tmp_path, profile)
+    assert params["profile"] == profile
+    config.read_params(tmp_path)  # validates every section
+
+
+def test_profile_values_and_command_line_overrides(tmp_path):
+    default, tiny = compose(tmp_path, "default"), compose(tmp_path, "tiny")
+    assert tiny["pretrain_bilm"]["steps"] == 30 != default["pretrain_bilm"]["steps"]
+    assert tiny["pretrain_bilm"]["lr"] == default["pretrain_bilm"]["lr"]  # not named: inherited
+    # `-S` always wins, over the base and over the profile
+    over = compose(tmp_path, "tiny", "pretrain_bilm.steps=40", "transfer.common.seeds=[3,4]")
+    assert over["pretrain_bilm"]["steps"] == 40 and over["transfer"]["common"]["seeds"] == [3, 4]
+    assert config.load_section("pretrain_bilm", config.read_params(tmp_path)).steps == 40
+
+
+def test_a_new_top_level_key_is_rejected(tmp_path):
+    compose(tmp_path, "tiny", "+foo=1")  # Hydra accepts it; the stages must not
+    with pytest.raises(ParamError, match="'foo'.*known top-level key"):
+        config.read_params(tmp_path)
+
+
+def test_a_missing_key_is_an_error_not_a_default(tmp_path):
+    params = compose(tmp_path, "default")
+    del params["tokenize"]["seed"]
+    with pytest.raises(ParamError, match=r"tokenize\.seed.*required"):
+        config.load_section("tokenize", params)
+
+
+def test_yaml_error_names_the_file(tmp_path):
+    (tmp_path / "params.yaml").write_text("tokenize:\n  seed: [1\n")
+    with pytest.raises(ParamError, match="params.yaml.*valid YAML"):
+        config.read_params(tmp_path)
+
+
+def test_an_unknown_grid_task_stops_before_any_stage(tmp_path):
+    compose(tmp_path, "tiny", "grid.tasks=[sst2,sst3]")
+    with pytest.raises(ParamError, match="grid.tasks.*'sst3'"):
+        config.read_params(tmp_path)
+
+
+@pytest.mark.parametrize("overrides,key,expected", [
+    ({"num_proc": "2"}, "tokenize.num_proc", "an integer"),
+    ({"num_proc": 0}, "tokenize.num_proc", ">= 1"),
+    ({"lowercase": 1}, "tokenize.lowercase", "true or false"),
+    ({"heldout_fraction": 0.9}, "tokenize.heldout_fraction", "< 0.5"),
+    ({"nmu_proc": 2}, "tokenize.nmu_proc", "known keys"),
+    ({"min_sentence_words": 20, "max_sentence_words": 10}, "tokenize.min_sentence_words",
      "max_sentence_words"),
 ])
-def test_bad_params_name_key_and_expectation(tmp_path, section, value, key, expected):
-    root = _repo(tmp_path, {"profile": "default", "tokenize": section}, {"default": {}})
+def test_bad_params_name_key_and_expectation(overrides, key, expected):
     with pytest.raises(ParamError) as e:
-        config.load_section("tokenize", root)
+        config.defaults("tokenize", **overrides)
     assert e.value.key == key
     assert expected in str(e.value)
 
 
-def test_choice_param(tmp_path):
-    root = _repo(tmp_path, {"profile": "default", "data": {"source": "internet"}}, {"default": {}})
+def test_choice_param():
     with pytest.raises(ParamError, match=r"data.source.*'internet'.*\['auto', 'mirror'"):
-        config.load_section("data", root)
+        config.defaults("data", source="internet")
 
 
-def test_unknown_profile_lists_available(tmp_path):
-    root = _repo(tmp_path, {"profile": "huge", "data": {}}, {"default": {}, "tiny": {}})
-    with pytest.raises(ParamError, match=r"profile.*huge.*\['default', 'tiny'\]"):
-        config.load_section("data", root)
+@pytest.mark.parametrize("name", ["huge", "tiny; touch pwned", "../../etc/passwd", "Tiny", ""])
+def test_profile_names_are_checked_before_any_shell_or_path_sees_them(name):
+    with pytest.raises(ParamError, match="profile"):
+        config.check_profile_name(name, REPO)
 
 
-def test_profile_cannot_invent_sections(tmp_path):
-    root = _repo(tmp_path, {"profile": "tiny", "data": {}}, {"tiny": {"dtaa": {"seed": 1}}})
-    with pytest.raises(ParamError, match="dtaa"):
-        config.read_params(root)
+def test_model_config_contradictions_are_reported_under_the_params_key():
+    from ctxrep.models.bert import BertConfig
+    from ctxrep.models.bilm import BiLMConfig
+
+    bilm = config.defaults("pretrain_bilm", projection_dim=512, cell_dim=256)
+    with pytest.raises(ParamError) as e, config.as_param_error("pretrain_bilm"):
+        BiLMConfig.from_params(bilm, vocab_size=1000)
+    assert e.value.key == "pretrain_bilm.projection_dim" and "cell_dim" in str(e.value)
+    bert = config.defaults("pretrain_bert", size="custom", hidden_size=30, num_attention_heads=4)
+    with pytest.raises(ParamError) as e, config.as_param_error("pretrain_bert"):
+        BertConfig.from_params(bert, vocab_size=1000)
+    assert e.value.key.startswith("pretrain_bert.")
 
 
-def test_every_profile_names_every_section():
-    """DVC tracks `profiles/<name>.yaml:<section>` per stage, so each section must exist."""
-    from tests.conftest import REPO
-
-    sections = {k for k, v in yaml.safe_load((REPO / "params.yaml").read_text()).items()
-                if isinstance(v, dict)}
-    for path in (REPO / "profiles").glob("*.yaml"):
-        named = set(yaml.safe_load(path.read_text()) or {})
-        assert named == sections, f"{path.name}: sections {sorted(sections - named)} missing"
+def _make_repro(profile: str) -> subprocess.CompletedProcess:
+    """`make repro PROFILE=<profile>` with DVC replaced by echo: what reaches DVC, if anything."""
+    env = {**os.environ, "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
+    return subprocess.run(["make", "-s", "repro", f"PROFILE={profile}", "DVC=echo"], cwd=REPO,
+                           env=env, capture_output=True, text=True, timeout=300)
 
 
-def test_make_repro_with_an_unknown_profile_stops_with_the_choices():
-    """`make repro PROFILE=x` resolves the profile through this entry point before DVC runs."""
-    import subprocess
-    import sys
-
-    from tests.conftest import REPO
-
-    proc = subprocess.run([sys.executable, "-m", "ctxrep.config", "dvc-args", "huge"], cwd=REPO,
-                          capture_output=True, text=True)
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert "'huge'" in proc.stderr and "['default', 'full', 'tiny']" in proc.stderr
-    ok = subprocess.run([sys.executable, "-m", "ctxrep.config", "dvc-args", "tiny"], cwd=REPO,
-                        capture_output=True, text=True, check=True)
-    assert ok.stdout.split()[:2] == ["-S", "profile=tiny"]
+def test_make_repro_profile_cannot_inject_a_command(tmp_path):
+    marker = tmp_path / "pwned"
+    proc = _make_repro(f"tiny; touch {marker}")
+    assert proc.returncode == 2 and not marker.exists()
+    assert "expected a name matching" in proc.stderr and "Traceback" not in proc.stderr
+    proc = _make_repro("huge")
+    assert proc.returncode == 2 and "['default', 'full', 'tiny']" in proc.stderr
+    proc = _make_repro("tiny")
+    assert proc.returncode == 0 and "exp run -S profile=tiny" in proc.stdout

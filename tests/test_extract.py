@@ -89,3 +89,22 @@ def test_forward_flops_are_counted_per_sequence(model_dir):
     config = featurizer.model.config
     expected = sum(n * flops_per_token(config, n, 0.0) / 3 for n in lengths)
     assert featurizer.flops == pytest.approx(expected)
+
+
+def test_features_extracted_for_other_examples_are_refused(model_dir, tmp_path):
+    """A changed subsample (another max_train_examples) must not train on stale features."""
+    from datasets import Dataset
+
+    from ctxrep.errors import InputError
+    from ctxrep.transfer.extract import extract_task
+    from ctxrep.transfer.features import FeatureStore
+
+    featurizer = BertFeaturizer(model_dir, "cpu", "first", max_seq_len=32)
+    rows = [{"text": t, "label": i % 2} for i, t in enumerate(TEXTS)]
+    splits = {"train": Dataset.from_list(rows[:3]), "validation": Dataset.from_list(rows[3:])}
+    extract_task(featurizer, splits, "classification", tmp_path, batch_size=2)
+    store = FeatureStore(tmp_path)
+    store.check_examples(splits, "classification")  # the same examples: accepted
+    fewer = {**splits, "train": splits["train"].select(range(2))}
+    with pytest.raises(InputError, match="split 'train' were extracted for other examples"):
+        store.check_examples(fewer, "classification")

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.conftest import kill_stage_when, run_stage, scratch_repo, set_profile, tree_hash
+from tests.conftest import kill_stage_when, run_stage, scratch_repo, tree_hash
 
 pytestmark = pytest.mark.slow
 
@@ -24,9 +24,9 @@ def stage_env(repo, mirror):
 @pytest.fixture(scope="module")
 def clean(tmp_path_factory, tiny_mirror):
     """A clean tiny-profile run of the data stages, for reference bytes."""
-    repo = scratch_repo(tmp_path_factory.mktemp("clean"))
-    set_profile(repo, "tiny")
+    repo = scratch_repo(tmp_path_factory.mktemp("clean"), "tiny")
     env = {"CTXREP_DATA_MIRROR": str(tiny_mirror)}
+    run_stage(repo, "locate_data.py", env=env)
     run_stage(repo, "fetch_corpus.py", env=env)
     run_stage(repo, "tokenize_corpus.py", env=env)
     return repo
@@ -34,8 +34,8 @@ def clean(tmp_path_factory, tiny_mirror):
 
 def test_kill_9_during_tokenize_leaves_nothing_and_rerun_is_identical(clean, tmp_path,
                                                                        tiny_mirror):
-    repo = scratch_repo(tmp_path)
-    set_profile(repo, "tiny")
+    repo = scratch_repo(tmp_path, "tiny")
+    run_stage(repo, "locate_data.py", env={"CTXREP_DATA_MIRROR": str(tiny_mirror)})
     run_stage(repo, "fetch_corpus.py", env={"CTXREP_DATA_MIRROR": str(tiny_mirror)})
     in_progress = lambda: any((repo / "data").glob(".tokenized.tmp-*/train/*.arrow"))  # noqa: E731
     assert kill_stage_when(repo, "tokenize_corpus.py", [], in_progress,
@@ -48,6 +48,7 @@ def test_kill_9_during_tokenize_leaves_nothing_and_rerun_is_identical(clean, tmp
 
 def test_kill_9_during_fetch_leaves_nothing(tmp_path, tiny_mirror):
     repo = scratch_repo(tmp_path)
+    run_stage(repo, "locate_data.py", env={"CTXREP_DATA_MIRROR": str(tiny_mirror)})
     writing = lambda: any((repo / "data/raw/tasks").glob(".*.tmp-*"))  # noqa: E731
     kill_stage_when(repo, "fetch_task.py", ["squad"], writing,
                     env={"CTXREP_DATA_MIRROR": str(tiny_mirror)})
@@ -129,7 +130,6 @@ def test_queued_experiments_with_two_workers_both_reach_mlflow(tmp_path, tiny_mi
 
 
 @pytest.mark.parametrize("section,values,key", [
-    ("pretrain_bilm", {"projection_dim": 512, "cell_dim": 256}, "pretrain_bilm.projection_dim"),
     ("pretrain_bert", {"max_seq_len": 1024, "max_position_embeddings": 512},
      "pretrain_bert.max_seq_len"),
     ("pretrain_bert", {"mlm_prob": 1.5}, "pretrain_bert.mlm_prob"),
@@ -138,5 +138,15 @@ def test_contradictory_params_are_named(section, values, key):
     from ctxrep import config
 
     with pytest.raises(config.ParamError) as e:
-        config.from_dict(config.SECTIONS[section], values, section)
+        config.defaults(section, **values)
     assert e.value.key == key
+
+
+def test_a_missing_mirror_stops_the_fetch_loudly(tmp_path):
+    repo = scratch_repo(tmp_path, "tiny")
+    for script in ("locate_data.py", "fetch_corpus.py"):
+        proc = run_stage(repo, script, env={"CTXREP_DATA_MIRROR": str(tmp_path / "gone")},
+                         check=False)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, script
+        assert "does not exist" in proc.stderr, script
+    assert not (repo / "data/raw/corpus").exists() and not (repo / "data/sources.json").exists()

@@ -4,7 +4,7 @@ import datasets
 import numpy as np
 import torch
 
-from ctxrep.config import FeatureTransferParams
+from ctxrep.config import defaults
 from ctxrep.data import schemas
 from ctxrep.transfer.feature_train import build_model, run_feature_transfer
 from ctxrep.transfer.features import FIELDS, FeatureStore, FieldWriter, task_words
@@ -40,7 +40,7 @@ def one_hot(i):
 
 
 def params(**kw):
-    return FeatureTransferParams(**{"encoder_hidden": 16, "epochs": 40, "batch_size": 8,
+    return defaults("transfer.elmo", **{"encoder_hidden": 16, "epochs": 40, "batch_size": 8,
                                     "lr": 0.01, "dropout": 0.0, **kw})
 
 

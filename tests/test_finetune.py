@@ -9,7 +9,7 @@ import pytest
 import torch
 from datasets import Dataset
 
-from ctxrep.config import FinetuneTransferParams
+from ctxrep.config import defaults
 from ctxrep.data import schemas
 from ctxrep.models.bert import BertConfig, BertForPreTraining
 from ctxrep.models.bert_hf import save_pretrained
@@ -150,10 +150,10 @@ def model_dir(tmp_path_factory):
     return root / "model"
 
 
-def params(**overrides) -> FinetuneTransferParams:
+def params(**overrides):
     base = dict(epochs=30, batch_size=4, lr=3e-3, warmup_fraction=0.1, weight_decay=0.0,
                 max_seq_len=MAX_SEQ_LEN, doc_stride=8, dropout=0.1)
-    return FinetuneTransferParams(**{**base, **overrides})
+    return defaults("transfer.bert-finetune", **{**base, **overrides})
 
 
 def finetune(model_dir, tmp_path, kind, metric, dataset, seed=0, pretrained=True, **overrides):

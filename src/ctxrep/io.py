@@ -92,6 +92,17 @@ def sha256_file(path: Path | str, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
+def sha256_tree(*paths: Path | str) -> str:
+    """One sha256 over the relative names and bytes of every file under ``paths`` (files or
+    folders, in order): the identity of a run's inputs, e.g. to key its checkpoints."""
+    h = hashlib.sha256()
+    for root in map(Path, paths):
+        files = sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else [root]
+        for f in files:
+            h.update(f"{f.relative_to(root.parent)}\0{sha256_file(f)}\n".encode())
+    return h.hexdigest()
+
+
 def load_safetensors(path: Path | str) -> dict:
     """Tensors from a safetensors file; a truncated or corrupt file is an error naming it."""
     from safetensors.torch import load_file

@@ -9,9 +9,11 @@ A stage script is then only its own work::
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -19,10 +21,14 @@ from pathlib import Path
 from typing import Iterator
 
 from ctxrep import config
+from ctxrep.errors import InputError
 from ctxrep.io import write_json
+from ctxrep.verify import verify_stage_inputs
 
 log = logging.getLogger("ctxrep")
-COMPUTE_DIR = Path("metrics/compute")
+# Each stage's cost: wall time, data, parameters, FLOPs. A declared DVC output of its stage, but
+# not a metric: the timings differ run to run (the only files of the pipeline that do).
+COMPUTE_DIR = Path("reports/compute")
 
 
 def setup_logging() -> None:
@@ -47,12 +53,13 @@ class StageContext:
         self._summary.update(items)
 
     def compute(self, *, amount: int, unit: str, params: int | None = None,
-                flops: float | None = None) -> None:
+                flops: float | None = None, **timings: float) -> None:
         """This stage's line in the report's compute ledger: the data it processed (``amount``
-        ``unit``, e.g. training tokens), the parameters it trained or ran, and estimated FLOPs.
-        Written with the stage's wall time to ``metrics/compute/<stage>.json`` when it ends."""
+        ``unit``, e.g. training tokens), the parameters it trained or ran, estimated FLOPs and
+        any ``timings`` (e.g. ``tokens_per_s``). Written with the stage's wall time to
+        ``reports/compute/<stage>.json`` when it ends, and logged to MLflow."""
         self._compute = {"amount": int(amount), "unit": unit, "params": params,
-                         "flops": None if flops is None else float(f"{flops:.4g}")}
+                         "flops": None if flops is None else float(f"{flops:.4g}"), **timings}
 
     def write_metrics(self, path: Path | str, metrics: dict) -> None:
         """Small metrics JSON for ``dvc metrics``, also logged to MLflow."""
@@ -80,15 +87,23 @@ def stage(name: str, section: str | None, track: bool = True,
 
     setup_logging()
     start = time.perf_counter()
+    trace_reads(name)
+    atexit.register(config.write_trace, name)
     try:
         params = config.read_params()
         sec = config.load_section(section, params=params) if section else None
     except config.ParamError as e:
         log.error("%s: bad params: %s", name, e)
         raise SystemExit(2) from e
+    try:
+        verify_stage_inputs(name)  # under DVC: upstream outputs are the bytes dvc.lock records
+    except InputError as e:
+        log.error("%s: bad input: %s", name, e)
+        raise SystemExit(2) from e
     ctx = StageContext(name, params, sec)
-    log.info("%s: profile '%s'", name, params["profile"])
-    logged = {"profile": params["profile"], **(logged_params or {})}
+    profile = dict.get(params, "profile")  # provenance only: not a value the stage computes with
+    log.info("%s: profile '%s'", name, profile)
+    logged = {"profile": profile, **(logged_params or {})}
     if sec is not None:
         logged[section] = config.as_dict(sec)
     try:
@@ -96,16 +111,52 @@ def stage(name: str, section: str | None, track: bool = True,
             with tracking.stage_run(name, logged) as run:
                 ctx.run = run
                 yield ctx
-                run.log_metrics({"wall_s": time.perf_counter() - start})
+                run.log_metrics({"wall_s": time.perf_counter() - start,
+                                 **{k: v for k, v in (ctx._compute or {}).items()
+                                    if k.endswith("_s")}})
         else:
             yield ctx
     except config.ParamError as e:
         log.error("%s: bad params: %s", name, e)
         raise SystemExit(2) from e
+    except InputError as e:
+        log.error("%s: bad input: %s", name, e)
+        raise SystemExit(2) from e
     seconds = time.perf_counter() - start
-    # Git-tracked like the pretraining metrics, not a DVC output: wall time differs run to run.
     if ctx._compute is not None and int(os.environ.get("RANK", "0")) == 0:
         write_json(COMPUTE_DIR / f"{name}.json", {"wall_s": round(seconds, 1), **ctx._compute})
     items = ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}"
                       for k, v in ctx._summary.items())
     print(f"[{name}] done in {seconds:.1f} s: {items}", flush=True)
+
+
+def trace_reads(stage_name: str) -> None:
+    """With ``CTXREP_PARAMS_TRACE`` set (the dependency tests), note every file under the working
+    directory this process opens for reading, and write the list to
+    ``<trace dir>/<stage>.files.json`` at exit: a check that dvc.yaml declares what is read."""
+    folder = os.environ.get(config.TRACE_ENV)
+    if not folder:
+        return
+    import json
+
+    root, seen = Path.cwd().resolve(), set()
+
+    def hook(event, args):
+        if event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
+            mode = args[1] if len(args) > 1 and isinstance(args[1], str) else "r"
+            flags = args[2] if len(args) > 2 and isinstance(args[2], int) else 0
+            if "r" in mode and "+" not in mode and not flags & (os.O_WRONLY | os.O_RDWR):
+                path = Path(os.fsdecode(args[0]))
+                seen.add(str(path if path.is_absolute() else root / path))
+
+    def dump():
+        # an output being built in `.<name>.tmp-<pid>` is the output itself
+        inside = {re.sub(r"(^|/)\.([^/]+)\.tmp-\d+(?=/|$)", r"\1\2", os.path.relpath(p, root))
+                  for p in seen if p.startswith(str(root) + os.sep)}
+        inside = sorted(p for p in inside if (root / p).is_file())  # not failed lookups
+        out = Path(folder) / f"{stage_name}.files.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(inside))
+
+    sys.addaudithook(hook)
+    atexit.register(dump)

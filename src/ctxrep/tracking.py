@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import socket
 import subprocess
 from pathlib import Path
 from typing import Iterator
@@ -115,6 +116,37 @@ class StageRun:
         self._mlflow.log_artifact(str(path))
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def close_orphans(client, stage: str) -> list[str]:
+    """Mark KILLED the runs of ``stage`` still RUNNING whose process on this host is gone (a
+    stage killed with -9 cannot end its own run). Returns their ids."""
+    exp = client.get_experiment_by_name("ctxrep")
+    if exp is None:
+        return []
+    closed = []
+    for run in client.search_runs([exp.experiment_id],
+                                  filter_string=f"tags.stage = '{stage}' "
+                                                f"and attributes.status = 'RUNNING'"):
+        tags = run.data.tags
+        if tags.get("host") == socket.gethostname() and tags.get("pid", "").isdigit() \
+                and not _alive(int(tags["pid"])):
+            client.set_terminated(run.info.run_id, status="KILLED")
+            closed.append(run.info.run_id)
+    if closed:
+        log.warning("MLflow: marked %d run(s) of %s KILLED (their process is gone)", len(closed),
+                    stage)
+    return closed
+
+
 @contextlib.contextmanager
 def stage_run(stage: str, params: dict | None = None) -> Iterator[StageRun]:
     """Open the MLflow run of one executed stage (name = ``stage``)."""
@@ -130,7 +162,9 @@ def stage_run(stage: str, params: dict | None = None) -> Iterator[StageRun]:
             if uri.startswith("sqlite:///") else contextlib.nullcontext())
     with lock:
         mlflow.set_experiment("ctxrep")
-    tags = {"stage": stage, **git_state(Path.cwd())}
+    close_orphans(mlflow.MlflowClient(), stage)
+    tags = {"stage": stage, "pid": str(os.getpid()), "host": socket.gethostname(),
+            **git_state(Path.cwd())}
     if os.environ.get("DVC_EXP_NAME"):
         tags["dvc_exp_name"] = os.environ["DVC_EXP_NAME"]
     if os.environ.get("DVC_EXP_BASELINE_REV"):

@@ -1,0 +1,1 @@
+"""Data sets: the registry, sources (mirror, Hub, package), readers and canonical schemas."""

@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from ctxrep.errors import InputError
 
-class DataError(ValueError):
+
+class DataError(InputError):
     """Input data is missing or malformed; the message names the file (and line)."""
 
     def __init__(self, path: Path | str, message: str, line: int | None = None):

@@ -15,6 +15,7 @@ from typing import Callable, Iterable
 
 from datasets import Features
 
+from ctxrep.config import ParamError
 from ctxrep.data import readers as R
 from ctxrep.data import schemas as S
 
@@ -198,4 +199,4 @@ def get(name: str) -> DatasetSpec:
         return TASKS[name]
     if name in CORPORA:
         return CORPORA[name]
-    raise KeyError(f"unknown data set {name!r}; known: {sorted(TASKS) + sorted(CORPORA)}")
+    raise ParamError("tasks", name, f"a data set in the registry: {sorted(TASKS) + sorted(CORPORA)}")

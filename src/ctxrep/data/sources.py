@@ -9,6 +9,7 @@ file, malformed line) stops the stage — it is never silently replaced by anoth
 from __future__ import annotations
 
 import glob
+import json
 import importlib.util
 import logging
 import os
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ctxrep.data import readers as R
+from ctxrep.data.readers import DataError
 from ctxrep.data.registry import DatasetSpec
 from ctxrep.io import atomic_dir, sha256_file, write_json
 
@@ -62,11 +64,18 @@ def _mirror_files(spec: DatasetSpec) -> tuple[list[Path] | None, str]:
         return None, "no mirror location registered"
     if not root:
         return None, f"${MIRROR_ENV} is not set"
+    if not Path(root).is_dir():  # set on purpose, so never quietly replaced by a fallback
+        raise DataError(root, f"${MIRROR_ENV} names a folder that does not exist; point it at "
+                              f"the data mirror, or unset it to use the other sources")
     files, missing = [], []
     for rel in spec.mirror:
         if any(c in rel for c in "*?["):
             hits = sorted(glob.glob(str(Path(root) / rel)))
             files += [Path(h) for h in hits] if hits else []
+            if not hits and (Path(root) / rel).parent.is_dir():
+                raise DataError(Path(root) / Path(rel).parent,
+                                f"the mirror has this folder but no file matching "
+                                f"{Path(rel).name!r} in it: an incomplete copy of the mirror?")
             if not hits:
                 missing.append(rel)
         else:
@@ -124,6 +133,38 @@ def _rows_from_hub(spec: DatasetSpec) -> dict:
             split = split.rename_columns({v: k for k, v in hub.columns.items() if v != k})
         out[ours] = split
     return out
+
+
+def locate(spec: DatasetSpec, source: str) -> dict:
+    """Where ``spec`` would be read from now, and the sha256 of each mirror file: what the
+    locate_data stage records so that DVC hashes which source serves (and what it holds)."""
+    try:
+        res = resolve(spec, source)
+    except Unavailable as e:
+        return {"available": False, "reason": str(e)}
+    entry = {"available": True, "source": res.kind, "location": res.location}
+    if res.kind == "mirror":
+        root = os.environ[MIRROR_ENV]
+        entry["files"] = {str(Path(f).relative_to(root)): sha256_file(f) for f in res.files}
+    elif res.kind == "package":
+        entry["package_version"] = _package_version(spec.package)
+    return entry
+
+
+def check_located(located_file: Path | str, name: str, manifest: dict | None) -> None:
+    """Stop if the fetch was served by another source or other mirror bytes than locate_data
+    recorded (``manifest`` None: the fetch found the data set unavailable)."""
+    entry = json.loads(Path(located_file).read_text()).get(name)
+    if entry is None:
+        raise DataError(located_file, f"no entry for {name!r}: rerun the locate_data stage")
+    now = ({"available": False} if manifest is None else
+           {"available": True, "source": manifest["source"], "files": manifest["files"]})
+    then = {k: entry.get(k) for k in now}
+    if now.get("files") == {} and then.get("files") is None:
+        then["files"] = {}
+    if now != then:
+        raise DataError(located_file, f"{name} was located at {then} but fetched from {now}: "
+                                      f"the data changed during the run; run again")
 
 
 def fetch(spec: DatasetSpec, source: str, opts: dict, out_dir: Path, max_rows: int = 0,

@@ -1,0 +1,1 @@
+"""The models: the ELMo biLM and its ScalarMix, BERT and its Hugging Face interop."""

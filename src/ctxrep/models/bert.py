@@ -71,6 +71,19 @@ class BertConfig:
         )
         return cls(**{**sizes, **overrides}).validate()
 
+    @classmethod
+    def from_params(cls, p, vocab_size: int, pad_token_id: int = 0) -> BertConfig:
+        """The architecture a ``pretrain_bert`` params section (``ctxrep.config.BertParams``)
+        describes: a named ``size``, or the custom size keys."""
+        common = dict(vocab_size=vocab_size, max_position_embeddings=p.max_position_embeddings,
+                      hidden_dropout_prob=p.dropout, attention_probs_dropout_prob=p.dropout,
+                      pre_layer_norm=p.pre_layer_norm, pad_token_id=pad_token_id)
+        if p.size != "custom":
+            return cls.named(p.size, **common)
+        return cls(hidden_size=p.hidden_size, num_hidden_layers=p.num_hidden_layers,
+                   num_attention_heads=p.num_attention_heads,
+                   intermediate_size=p.intermediate_size, **common).validate()
+
     @property
     def head_size(self) -> int:
         return self.hidden_size // self.num_attention_heads

@@ -131,6 +131,18 @@ class BiLMConfig:
         return cls(**data).validate()
 
     @classmethod
+    def from_params(cls, p, vocab_size: int) -> BiLMConfig:
+        """The architecture a ``pretrain_bilm`` params section (``ctxrep.config.BiLMParams``)
+        describes: its size keys, or a published ``preset``."""
+        common = dict(vocab_size=vocab_size, dropout=p.dropout, softmax=p.softmax,
+                      n_negatives=p.n_negatives)
+        if p.preset != "custom":
+            return cls.preset(p.preset, **common)
+        sizes = ("projection_dim", "cell_dim", "n_layers", "filters", "n_highway",
+                 "char_embed_dim", "activation", "cell_clip", "proj_clip")
+        return cls.from_dict({**{k: getattr(p, k) for k in sizes}, **common})
+
+    @classmethod
     def preset(cls, name: str, **overrides) -> BiLMConfig:
         """A published ELMo size (see PRESETS), with e.g. ``vocab_size=`` of your corpus."""
         if name not in PRESETS:

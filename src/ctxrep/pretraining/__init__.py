@@ -1,0 +1,1 @@
+"""Pretraining: the shared training loop, the biLM and BERT objectives and their data."""

@@ -49,6 +49,12 @@ class LoopConfig:
     seed: int = 0
     compile: bool = False
 
+    @classmethod
+    def from_params(cls, section) -> LoopConfig:
+        """The loop keys of a pretraining params section (``ctxrep.config.LoopParams``)."""
+        return cls(**{k: getattr(section, k) for k in cls.__dataclass_fields__
+                      if hasattr(section, k) and k != "betas"})
+
 
 class Objective(Protocol):
     model: nn.Module
@@ -349,15 +355,15 @@ def run_key(*parts) -> str:
 def publish(ctx, name: str, result: TrainResult, evaluation: dict, n_params: int,
             flops_per_token: float, ckpt_root: Path) -> dict:
     """What a pretraining stage leaves besides its model, once it has finished: ``metrics/
-    <name>.json`` (``evaluation`` + run totals), its compute-ledger entry and loss curve; its
-    checkpoints go. ``ctx`` is the stage's :class:`ctxrep.stage.StageContext`."""
+    <name>.json`` (``evaluation`` + run totals: the same bytes on every run), its loss curve and
+    its compute-ledger entry (with the timings, which differ run to run); its checkpoints go.
+    ``ctx`` is the stage's :class:`ctxrep.stage.StageContext`."""
     metrics = {**evaluation, "train_tokens": result.train_tokens, "steps": result.steps,
-               "tokens_per_s": round(result.train_tokens / max(result.train_seconds, 1e-9), 1),
-               "train_seconds": round(result.train_seconds, 1), "params": n_params,
-               "train_flops": float(flops_per_token) * result.train_tokens}
+               "params": n_params, "train_flops": float(flops_per_token) * result.train_tokens}
     ctx.write_metrics(f"metrics/{name}.json", metrics)
     ctx.compute(amount=result.train_tokens, unit="tokens", params=n_params,
-                flops=metrics["train_flops"])
+                flops=metrics["train_flops"], train_s=round(result.train_seconds, 1),
+                tokens_per_s=round(result.train_tokens / max(result.train_seconds, 1e-9), 1))
     write_curve(Path(f"metrics/{name}_curve.tsv"), result)
     Checkpoints(ckpt_root).clear()
     return metrics

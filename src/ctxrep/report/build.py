@@ -16,19 +16,22 @@ from ctxrep.io import atomic_dir, atomic_file, write_json
 from ctxrep.report import findings, plots
 from ctxrep.report.inputs import ComputeEntry, ReportInputs, ledger_stages
 from ctxrep.report.published import BERT_PRETRAINING, ELMO_PRETRAINING
-from ctxrep.report.summary import summarise
+from ctxrep.report.summary import headline, summarise
 from ctxrep.report.tables import MISSING, TABLES, markdown_table, published_sources, results_table
 
 SUMMARY_PATH = Path("metrics/summary.json")
+HEADLINE_PATH = Path("metrics/headline.json")     # the DVC metric: one number per cell
 REPORT_PATH = Path("reports/report.md")
+LEDGER_PATH = Path("reports/compute.md")          # with wall times: differs run to run
 FIGURES_DIR = Path("reports/figures")
 
 
 @dataclass
 class Report:
     summary: dict
-    markdown: str
+    markdown: str                  # the same bytes for the same results
     figures: dict[str, Figure]     # file name under reports/figures/ -> figure
+    ledger: str = ""               # the compute ledger with wall times
 
 
 # --------------------------------------------------------------------------------------------
@@ -164,8 +167,9 @@ def scale_section(inputs: ReportInputs) -> str:
     ])
 
 
-def ledger_section(inputs: ReportInputs) -> str:
+def ledger_section(inputs: ReportInputs, wall_time: bool = False) -> str:
     """One row per stage (transfer: per method, summed over its tasks and seeds), then a total.
+    ``wall_time`` adds each stage's seconds (reports/compute.md; report.md stays deterministic).
 
     FLOPs are estimates: training 6 x weights x tokens (the models' own analytic counts for
     pretraining and BERT), forward only for extract; tokenize does no model arithmetic."""
@@ -187,10 +191,14 @@ def ledger_section(inputs: ReportInputs) -> str:
     every = [e for entries in groups.values() for e in entries]
     rows.append(["**total**", "", _seconds(sum(e.wall_s for e in every)), "",
                  f"{sum(e.flops for e in every if e.flops is not None):.2e}"])
-    table = markdown_table(["stage", "data processed", "wall time", "parameters", "est. FLOPs"],
-                           rows)
-    return ("## Compute ledger\n\n" + table + "\n\nWall time is each stage's whole run (loading, "
-            "training, evaluation). FLOPs are estimates of the model arithmetic: training ≈ "
+    header = ["stage", "data processed", "wall time", "parameters", "est. FLOPs"]
+    if not wall_time:
+        header, rows = header[:2] + header[3:], [r[:2] + r[3:] for r in rows]
+    where = ("Wall time is each stage's whole run (loading, training, evaluation)." if wall_time
+             else "Wall times, which differ from run to run, are in `compute.md` beside this "
+                  "report and in each stage's MLflow run.")
+    return ("## Compute ledger\n\n" + markdown_table(header, rows) + f"\n\n{where} "
+            "FLOPs are estimates of the model arithmetic: training ≈ "
             "6 × weights × tokens (the analytic per-token counts for pretraining and BERT), "
             "forward only for `extract`; transfer rows sum all seeds. Parameters of a transfer "
             "row are the trained ones (fine-tuning: all of BERT; feature-based: the task model).")
@@ -284,13 +292,17 @@ def build_report(inputs: ReportInputs, profile: str | None = None) -> Report:
                 results_section(inputs), findings_section(inputs), probe_section(inputs, figures),
                 mix_section(inputs, figures), loss_section(inputs, figures),
                 neighbors_section(inputs)]
-    return Report(summarise(inputs.transfer), "\n\n".join(sections) + "\n", figures)
+    ledger = f"# ctxrep: compute ledger\n\n{ledger_section(inputs, wall_time=True)}\n"
+    return Report(summarise(inputs.transfer), "\n\n".join(sections) + "\n", figures, ledger)
 
 
 def write_report(report: Report, root: Path | str = ".") -> None:
     """summary.json, report.md and the figures directory (replaced whole), each atomically."""
     root = Path(root)
     write_json(root / SUMMARY_PATH, report.summary)
+    write_json(root / HEADLINE_PATH, headline(report.summary))
+    with atomic_file(root / LEDGER_PATH) as f:
+        f.write(report.ledger)
     with atomic_dir(root / FIGURES_DIR) as tmp:
         for name, fig in sorted(report.figures.items()):
             plots.save_png(fig, tmp / name)

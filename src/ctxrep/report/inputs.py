@@ -10,7 +10,7 @@ Paths (relative to the repo root):
     metrics/pretrain_{bilm,bert}_curve.tsv            header: step  train_loss  lr
     metrics/transfer/<task>/<method>.json             one transfer cell (see TransferResult)
     metrics/probe/<model>.json                        per-layer probe scores
-    metrics/compute/<stage>.json                      wall time, data, parameters, FLOPs
+    reports/compute/<stage>.json                      wall time, data, parameters, FLOPs
     data/raw/corpus/MANIFEST.json, data/raw/tasks/<task>/MANIFEST.json
     reports/neighbors.md                              contextual-neighbours text, verbatim
 """
@@ -22,11 +22,14 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ctxrep.errors import InputError
+
 PRETRAIN_MODELS = ("bilm", "bert")
+COMPUTE_DIR = Path("reports/compute")  # written by ctxrep.stage
 PROBE_MODELS = ("bilm", "bert")
 
 
-class ReportInputError(ValueError):
+class ReportInputError(InputError):
     """An input file exists but is malformed."""
 
     def __init__(self, path: Path, problem: str):
@@ -161,7 +164,7 @@ def read_probe(path: Path) -> dict | None:
 
 @dataclass
 class ComputeEntry:
-    """One stage's ``metrics/compute/<stage>.json``: what it cost (see StageContext.compute)."""
+    """One stage's ``reports/compute/<stage>.json``: what it cost (see StageContext.compute)."""
 
     wall_s: float
     amount: int
@@ -208,11 +211,13 @@ class ReportInputs:
 
 
 def read_transfer_grid(root: Path, tasks: list[str], methods: list[str]) -> dict:
-    """task -> method -> result, for the cells whose file exists."""
+    """task -> method -> result, for the cells whose file exists and that had data (a cell of
+    an unavailable task records why, and the report says so from the task's manifest)."""
     grid = {}
     for task in tasks:
         cells = {m: read_transfer(p) for m in methods
-                 if (p := root / "metrics" / "transfer" / task / f"{m}.json").exists()}
+                 if (p := root / "metrics" / "transfer" / task / f"{m}.json").exists()
+                 and "unavailable" not in (read_json(p) or {})}
         if cells:
             grid[task] = cells
     return grid
@@ -235,4 +240,4 @@ def load_inputs(root: Path | str, tasks: list[str], methods: list[str]) -> Repor
                         for t in tasks},
         neighbors=neighbors.read_text() if neighbors.exists() else None,
         compute={name: entry for name, _ in ledger_stages(tasks, methods)
-                 if (entry := read_compute(metrics / "compute" / f"{name}.json")) is not None})
+                 if (entry := read_compute(root / COMPUTE_DIR / f"{name}.json")) is not None})

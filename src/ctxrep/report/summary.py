@@ -20,6 +20,13 @@ def summarise(transfer: dict[str, dict[str, TransferResult]]) -> dict:
             for task, cells in sorted(transfer.items())}
 
 
+def headline(summary: dict) -> dict:
+    """``metrics/headline.json``, the DVC metric: {task: {method: mean}}, so ``dvc exp show``
+    gets one column per grid cell (std, seeds and CIs stay in summary.json)."""
+    return {task: {method: cell["mean"] for method, cell in cells.items()}
+            for task, cells in summary.items()}
+
+
 def flat_numbers(summary: dict) -> dict[str, float]:
     """``<task>.<method>.mean`` / ``.std`` for MLflow."""
     return {f"{task}.{method}.{stat}": cell[stat]

@@ -1,0 +1,1 @@
+"""Text processing: sentence splitting, WordPiece, the biLM word vocabulary, ELMo char ids."""

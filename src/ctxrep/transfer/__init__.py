@@ -1,0 +1,1 @@
+"""Transfer: features, feature-based task models, fine-tuning, probes, one grid cell."""

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from ctxrep.models.bert import count_parameters, flops_per_token
-from ctxrep.transfer.features import FIELDS, FieldWriter, task_words
+from ctxrep.transfer.features import FIELDS, FieldWriter, examples_fingerprint, task_words
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,8 @@ def extract_task(featurize, task_splits: dict, kind: str, out_dir: Path, batch_s
     meta = {"n_layers": featurize.n_layers, "dim": featurize.dim, "fields": list(FIELDS[kind]),
             "splits": {}}
     for split, dataset in task_splits.items():
-        meta["splits"][split] = {"examples": len(dataset)}
+        meta["splits"][split] = {"examples": len(dataset),
+                                 "fingerprint": examples_fingerprint(dataset, kind)}
         for field in FIELDS[kind]:
             writer = FieldWriter(out_dir, split, field)
             words = [task_words(ex, field) for ex in dataset.select_columns([field])]

@@ -15,12 +15,15 @@ its word j whatever model produced it: the biLM's 2L+1 layers or BERT's L+1 hidd
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from ctxrep.errors import InputError
 
 _WORD = re.compile(r"\S+")
 
@@ -39,6 +42,18 @@ def words_with_spans(text: str) -> tuple[list[str], list[tuple[int, int]]]:
 def task_words(example: dict, field: str) -> list[str]:
     value = example[field]
     return list(value) if isinstance(value, list) else words_with_spans(value)[0]
+
+
+def examples_fingerprint(dataset, kind: str) -> str:
+    """sha256 of the words of every field of every example, in order: which examples a feature
+    file was extracted for (``meta.json``), checked by every reader against its own examples."""
+    h = hashlib.sha256()
+    for field in FIELDS[kind]:
+        for example in dataset.select_columns([field]):
+            h.update(json.dumps(task_words(example, field)).encode())
+            h.update(b"\n")
+        h.update(b"\0")
+    return h.hexdigest()
 
 
 @dataclass
@@ -78,6 +93,17 @@ class FeatureStore:
     @property
     def dim(self) -> int:
         return self.meta["dim"]
+
+    def check_examples(self, splits: dict, kind: str) -> None:
+        """Stop unless these features were extracted for exactly ``splits``' examples (a run
+        whose subsample or data changed must not train on another run's features)."""
+        for split, dataset in splits.items():
+            recorded = self.meta.get("splits", {}).get(split, {}).get("fingerprint")
+            actual = examples_fingerprint(dataset, kind)
+            if recorded != actual:
+                raise InputError(f"{self.root}: features of split '{split}' were extracted for "
+                                 f"other examples (fingerprint {str(recorded)[:12]}, these "
+                                 f"examples {actual[:12]}); rerun the extract stage")
 
     def field(self, split: str, field: str) -> FieldFeatures:
         offsets = np.load(self.root / f"{split}.{field}.offsets.npy")

@@ -29,17 +29,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from ctxrep.config import ProbeParams, as_dict, from_dict
+from ctxrep.config import ProbeParams, as_dict
 from ctxrep.transfer.features import FeatureStore, FieldFeatures, words_with_spans
 
 # task -> the metric the probe reports (the task's primary metric)
 PROBE_METRICS = {"ud_pos": "token_accuracy", "wic": "accuracy"}
+PROBE_KINDS = {"ud_pos": "tagging", "wic": "word_in_context"}
 TRAIN_SPLIT, EVAL_SPLIT = "train", "validation"
-
-
-def load_params(params: dict) -> ProbeParams:
-    """The ``probe:`` section of the merged params, validated."""
-    return from_dict(ProbeParams, params.get("probe", {}), "probe")
 
 
 # --------------------------------------------------------------------------------------------
@@ -239,5 +235,7 @@ def probe_model(model: str, features_root, load_dataset, params: ProbeParams,
             results[task] = {"metric": PROBE_METRICS[task],
                              "skipped": f"no features at {root} (run extract for this task)"}
             continue
-        results[task] = probe_task(task, FeatureStore(root), load_dataset(task), params)
+        store, splits = FeatureStore(root), load_dataset(task)
+        store.check_examples({s: splits[s] for s in (TRAIN_SPLIT, EVAL_SPLIT)}, PROBE_KINDS[task])
+        results[task] = probe_task(task, store, splits, params)
     return {"model": model, "params": as_dict(params), "tasks": results}

@@ -1,0 +1,104 @@
+"""``make repro PROFILE=<name>``: compose the profile and run the pipeline, safely.
+
+    python -m ctxrep.repro PROFILE
+
+1. The profile name is checked (a plain word naming ``conf/profile/<name>.yaml``) and the
+   params it composes to are validated, before DVC touches any output.
+2. One run per checkout: a lock of the project's own (``.dvc/tmp/ctxrep-repro.lock``); a second
+   ``make repro`` stops at once, naming the PID of the one that holds it. (For experiments in
+   parallel, queue them: ``dvc exp run --queue`` then ``dvc queue start -j 2``.)
+3. ``dvc exp run`` can leave HEAD detached at the branch's commit when it is killed; the branch
+   is recorded before the run (``.dvc/tmp/ctxrep-branch``) and re-attached after it, and at the
+   start of the next run if the last one was killed with -9.
+4. ``dvc exp run -S profile=<name>`` then runs, with no shell between us and it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from ctxrep import config
+
+LOCK = Path(".dvc/tmp/ctxrep-repro.lock")
+BRANCH = Path(".dvc/tmp/ctxrep-branch")
+
+
+def say(message: str) -> None:
+    print(f"ctxrep: {message}", file=sys.stderr, flush=True)
+
+
+def git(*args: str) -> str:
+    return subprocess.run(["git", *args], capture_output=True, text=True).stdout.strip()
+
+
+def reattach_head() -> None:
+    """If HEAD is detached at the commit of the branch recorded before the last run, check the
+    branch out again; if HEAD moved elsewhere, say how to return."""
+    if not BRANCH.exists() or git("symbolic-ref", "-q", "HEAD"):
+        return
+    branch = BRANCH.read_text().strip()
+    if branch and git("rev-parse", "HEAD") == git("rev-parse", "--verify", "-q", branch):
+        subprocess.run(["git", "checkout", "-q", branch], check=False)
+        say(f"re-attached HEAD to {branch}")
+    elif branch:
+        say(f"WARNING: HEAD is detached; return with: git checkout {branch}")
+
+
+def acquire_lock():
+    """An exclusive lock held for the life of this process; exits 3 naming the holder if taken."""
+    LOCK.parent.mkdir(parents=True, exist_ok=True)
+    handle = open(LOCK, "a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "unknown"
+        say(f"another `make repro` is running in this checkout (PID {holder}); wait for it, or "
+            f"queue experiments with `dvc exp run --queue` and `dvc queue start`")
+        raise SystemExit(3)
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    return handle
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        say("usage: python -m ctxrep.repro PROFILE")
+        return 2
+    if not Path(".git").exists():
+        say("make repro needs a git checkout (DVC experiments)")
+        return 2
+    if config.main(["check", argv[0]]) != 0:
+        return 2
+    lock = acquire_lock()
+    reattach_head()  # a previous run killed with -9 may have left it detached
+    branch = git("symbolic-ref", "-q", "--short", "HEAD")
+    if branch:
+        BRANCH.write_text(branch + "\n")
+    dvc = os.environ.get("DVC") or shutil.which("dvc") or "dvc"
+    cmd = [dvc, "exp", "run", "-S", f"profile={argv[0]}"]
+    print(f"dvc exp run -S profile={argv[0]}", flush=True)
+    proc = subprocess.Popen(cmd)
+    forward = lambda signum, _frame: proc.send_signal(signum)  # noqa: E731
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, forward)
+    try:
+        rc = proc.wait()
+    finally:
+        reattach_head()
+        lock.close()
+    if rc == 0:
+        say("done. Report: reports/report.md; numbers: dvc metrics show / dvc exp show")
+    return rc
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

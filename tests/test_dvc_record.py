@@ -1,0 +1,218 @@
+"""What DVC records is what ran: dvc.yaml against the code and against a real run.
+
+- code deps: every source file a stage's code imports is one of its deps (derived statically);
+- params deps: each stage lists exactly the params.yaml keys it read in a real tiny run;
+- file deps: every project file a stage opened for reading is a dep (or its own output);
+- outs: every file the pipeline leaves in the workspace is a declared output;
+- the run cache gives back a whole run: lr a → b → a ends with run a's bytes, metrics included.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import REPO, scratch_repo, tree_hash
+from tests.pipeline_deps import code_dep_problems, covered
+
+# Files in the workspace that no stage writes: the project itself, DVC's and git's own, MLflow.
+NOT_STAGE_FILES = ("conf/", "stages/", "src/", ".dvc/", ".git/", "dvc.yaml", "dvc.lock",
+                   "params.yaml", ".dvcignore", ".gitignore", "mlflow.db")
+# Files a stage opens that are not its inputs: code (checked statically) and tools' state.
+TOOL_FILES = (".dvc/", ".git/", "src/", "stages/", "mlflow.db", ".dvcignore", "dvc.yaml",
+              "dvc.lock")
+
+
+def test_code_deps_match_the_imports():
+    assert code_dep_problems(REPO) == []
+
+
+def test_a_new_import_that_dvc_yaml_does_not_list_is_caught(tmp_path):
+    shutil.copy2(REPO / "dvc.yaml", tmp_path / "dvc.yaml")
+    shutil.copytree(REPO / "stages", tmp_path / "stages")
+    shutil.copytree(REPO / "src", tmp_path / "src", ignore=shutil.ignore_patterns("*.egg-info"))
+    assert code_dep_problems(tmp_path) == []
+    probe = tmp_path / "stages/probe.py"
+    probe.write_text(probe.read_text() + "\nfrom ctxrep import neighbors  # noqa\n")
+    problems = code_dep_problems(tmp_path)
+    assert "probe: runs src/ctxrep/neighbors.py, which its deps do not list" in problems
+    # a lazy import inside a library function counts too
+    feats = tmp_path / "src/ctxrep/transfer/features.py"
+    feats.write_text(feats.read_text() + "\n\ndef _late():\n    import ctxrep.report.plots\n")
+    assert any(p.startswith("transfer: runs src/ctxrep/report/plots.py")
+               for p in code_dep_problems(tmp_path))
+
+
+def test_every_declared_param_exists_in_params_yaml():
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    for name, body in _stages(REPO).items():
+        for key in _declared_params(body, params):
+            node = params
+            for part in key.split("."):
+                assert isinstance(node, dict) and part in node, f"{name}: params.yaml has no {key}"
+                node = node[part]
+
+
+# --------------------------------------------------------------------------------------------
+# a real run of the tiny pipeline, traced
+
+
+def _dvc(repo: Path, *args: str, env: dict | None = None, check: bool = True) -> str:
+    full = {**os.environ, "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}",
+            "MLFLOW_TRACKING_URI": f"sqlite:///{repo / 'mlflow.db'}", **(env or {})}
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "dvc"), *args],
+                          cwd=repo, env=full, capture_output=True, text=True, timeout=1800)
+    if check:
+        assert proc.returncode == 0, f"dvc {' '.join(args)}:\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout + proc.stderr
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory, tiny_mirror):
+    """The whole tiny pipeline through `dvc exp run`, each stage tracing what it read."""
+    repo = scratch_repo(tmp_path_factory.mktemp("record"), "tiny")
+    trace = tmp_path_factory.mktemp("trace")
+    env = {"CTXREP_DATA_MIRROR": str(tiny_mirror), "CTXREP_PARAMS_TRACE": str(trace)}
+    _dvc(repo, "exp", "run", "-S", "profile=tiny", env=env)
+    return repo, trace, env
+
+
+def _stages(repo: Path) -> dict:
+    """Expanded stage name (``transfer@sst2-elmo``) → its resolved dvc.yaml entry."""
+    lock = yaml.safe_load((repo / "dvc.lock").read_text()) if (repo / "dvc.lock").exists() else None
+    from dvc.repo import Repo
+
+    with Repo(str(repo)) as dvc_repo:
+        resolved = dvc_repo.index.stages
+        out = {}
+        for stage in resolved:
+            out[stage.name] = {
+                "params": [(p.def_path, list(p.params)) for p in stage.deps
+                           if getattr(p, "is_params", False) or type(p).__name__ == "ParamsDependency"],
+                "deps": [d.def_path for d in stage.deps if type(d).__name__ != "ParamsDependency"],
+                "outs": [o.def_path for o in stage.outs],
+            }
+    del lock
+    return out
+
+
+def _declared_params(body: dict, params: dict | None = None) -> set[str]:
+    return {key for path, keys in body["params"] for key in keys}
+
+
+@pytest.mark.slow
+def test_each_stage_declares_exactly_the_params_it_read(run):
+    repo, trace, _ = run
+    stages = _stages(repo)
+    seen = 0
+    for name, body in stages.items():
+        path = trace / f"{name}.json"
+        if name == "neighbors":  # `ctxrep neighbors` reads no params
+            assert not _declared_params(body), "neighbors declares params it cannot read"
+            continue
+        assert path.exists(), f"{name} ran but left no params trace"
+        read = set(json.loads(path.read_text()))
+        declared = _declared_params(body)
+        missing = {k for k in read if not covered(k.replace(".", "/"), {d.replace(".", "/")
+                                                                          for d in declared})}
+        unused = {d for d in declared
+                  if not any(covered(k.replace(".", "/"), {d.replace(".", "/")}) for k in read)}
+        assert not missing, f"{name} reads params its dvc.yaml entry does not list: {missing}"
+        assert not unused, f"{name} lists params it never reads: {unused}"
+        seen += 1
+    assert seen >= 30  # every stage of the tiny grid ran and was checked
+
+
+@pytest.mark.slow
+def test_each_stage_declares_the_files_it_read(run):
+    repo, trace, _ = run
+    for name, body in _stages(repo).items():
+        path = trace / f"{name}.files.json"
+        if not path.exists():  # the neighbors command is not a stage script
+            continue
+        allowed = set(body["deps"]) | set(body["outs"]) | {"params.yaml"}
+        for read in json.loads(path.read_text()):
+            if read.startswith(TOOL_FILES) or read.endswith(".gitignore"):
+                continue  # code (checked statically) and DVC's, git's and MLflow's own files
+            assert covered(read, allowed), f"{name} read {read}, which its deps do not list"
+
+
+@pytest.mark.slow
+def test_every_file_the_pipeline_wrote_is_a_declared_output(run):
+    repo, _, _ = run
+    outs = {o for body in _stages(repo).values() for o in body["outs"]}
+    stray = []
+    for path in sorted(repo.rglob("*")):
+        rel = path.relative_to(repo).as_posix()
+        if path.is_dir() or rel.startswith(NOT_STAGE_FILES) or path.name == ".gitignore":
+            continue
+        if not covered(rel, outs):
+            stray.append(rel)
+    assert stray == [], f"files written by no declared output: {stray}"
+    assert not list((repo / "data/checkpoints").rglob("*.*")), "checkpoints left after success"
+
+
+@pytest.mark.slow
+def test_a_second_run_with_the_same_params_runs_nothing(run):
+    repo, _, env = run
+    out = _dvc(repo, "exp", "run", "-S", "profile=tiny", env=env)
+    assert "Running stage" not in out, out
+
+
+@pytest.mark.slow
+def test_run_cache_a_b_a_gives_back_run_a_byte_for_byte(run):
+    """lr a → b → a on pretrain_bilm: the third run is restored from the run cache, and every
+    output, its metrics, curve and compute-ledger entry included, is run a's."""
+    repo, _, env = run
+    files = ["data/models/bilm", "metrics/pretrain_bilm.json", "metrics/pretrain_bilm_curve.tsv",
+             "reports/compute/pretrain_bilm.json"]
+
+    def snapshot():
+        return {f: tree_hash(repo / f) if (repo / f).is_dir() else (repo / f).read_bytes()
+                for f in files}
+
+    lr = yaml.safe_load((repo / "params.yaml").read_text())["pretrain_bilm"]["lr"]
+    a = snapshot()
+    _dvc(repo, "exp", "run", "-S", "profile=tiny", "-S", f"pretrain_bilm.lr={lr * 5}",
+         "pretrain_bilm", env=env)
+    b = snapshot()
+    assert all(a[f] != b[f] for f in files), "lr did not change the outputs"
+    out = _dvc(repo, "exp", "run", "-S", "profile=tiny", "pretrain_bilm", env=env)
+    assert "Running stage 'pretrain_bilm'" not in out and "cached" in out.lower(), out
+    assert snapshot() == a
+
+
+@pytest.mark.slow
+def test_dvc_metrics_are_deterministic_and_narrow(run):
+    """Only numbers that the same params and seeds reproduce are DVC metrics (no timings), and
+    few enough for `dvc exp show` to stay readable."""
+    repo, _, _ = run
+    shown = json.loads(_dvc(repo, "metrics", "show", "--json").split("\n", 1)[-1]
+                       if False else _dvc(repo, "metrics", "show", "--json"))
+    columns = {}
+    for rev in shown.values():
+        for path, entry in rev.get("data", {}).items():
+            for key, value in _flatten(entry.get("data", {})).items():
+                columns[f"{path}:{key}"] = value
+    assert columns, "no metrics"
+    timing = [c for c in columns if any(w in c for w in ("second", "per_s", "wall", "time"))]
+    assert timing == []
+    assert all(isinstance(v, (int, float)) for v in columns.values()), "non-numeric metrics"
+    assert len(columns) <= 60, sorted(columns)
+
+
+def _flatten(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out

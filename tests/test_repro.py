@@ -1,0 +1,64 @@
+"""`make repro`'s driver (ctxrep.repro): one run per checkout, HEAD never left detached.
+
+DVC is replaced by small scripts, so these tests exercise the driver and not the pipeline."""
+
+import os
+import stat
+import subprocess
+import sys
+import time
+
+from tests.conftest import scratch_repo
+
+
+def fake_dvc(tmp_path, body: str):
+    script = tmp_path / "fake-dvc"
+    script.write_text("#!/usr/bin/env bash\n" + body + "\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return str(script)
+
+
+def repro(repo, dvc, **kw):
+    env = {**os.environ, "DVC": dvc}
+    return subprocess.Popen([sys.executable, "-m", "ctxrep.repro", "tiny"], cwd=repo, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+
+def git(repo, *args):
+    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True).stdout.strip()
+
+
+def test_a_second_make_repro_fails_cleanly_naming_the_first(tmp_path):
+    (tmp_path / "repo").mkdir()
+    repo = scratch_repo(tmp_path / "repo")
+    marker = tmp_path / "started"
+    first = repro(repo, fake_dvc(tmp_path, f"touch {marker}; sleep 30"))
+    deadline = time.time() + 60
+    while not marker.exists() and time.time() < deadline:
+        time.sleep(0.1)
+    try:
+        second = repro(repo, fake_dvc(tmp_path, "exit 0"))
+        out, err = second.communicate(timeout=60)
+        assert second.returncode == 3, err
+        assert f"PID {first.pid}" in err and "Traceback" not in err
+        assert "dvc exp run --queue" in err
+    finally:
+        first.kill()
+        first.wait()
+
+
+def test_head_detached_by_a_killed_run_is_reattached_by_the_next(tmp_path):
+    (tmp_path / "repo").mkdir()
+    repo = scratch_repo(tmp_path / "repo")
+    branch = git(repo, "symbolic-ref", "--short", "HEAD")
+    # `dvc exp run` detaches HEAD while it works; kill -9 the driver mid-run (no cleanup runs)
+    killer = fake_dvc(tmp_path, "git checkout -q --detach; kill -9 $PPID; sleep 5")
+    proc = repro(repo, killer)
+    proc.communicate(timeout=60)
+    assert proc.returncode == -9
+    assert git(repo, "symbolic-ref", "-q", "HEAD") == "", "the fake run did not detach HEAD"
+    nxt = repro(repo, fake_dvc(tmp_path, "exit 0"))
+    _, err = nxt.communicate(timeout=60)
+    assert nxt.returncode == 0, err
+    assert f"re-attached HEAD to {branch}" in err
+    assert git(repo, "symbolic-ref", "--short", "HEAD") == branch
