@@ -20,7 +20,7 @@ export TOKENIZERS_PARALLELISM ?= false
 # keep it inside the project, where `git clean -X` finds it.
 export DVC_SITE_CACHE_DIR ?= $(abspath .dvc/tmp/site-cache)
 
-.PHONY: repro test test-fast bench venv clean-venv mlflow-ui
+.PHONY: repro test test-fast bench venv clean-venv mlflow-ui exp-show
 
 venv: $(STAMP)
 
@@ -50,6 +50,11 @@ test-fast: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_tokenize.py
+
+# Experiments with the headline numbers only (see README, "Experiments and tracking").
+exp-show: $(STAMP)
+	$(DVC) exp show --md --drop '.*' \
+	  --keep 'Experiment|^profile$$|val_ppl$$|val_mlm_acc$$|^(sst2|ud_pos|wic)\.'
 
 mlflow-ui: $(STAMP)
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///$(abspath mlflow.db)

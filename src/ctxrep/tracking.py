@@ -161,6 +161,10 @@ def stage_run(stage: str, params: dict | None = None) -> Iterator[StageRun]:
     lock = (FileLock(uri.removeprefix("sqlite:///") + ".lock", timeout=600)
             if uri.startswith("sqlite:///") else contextlib.nullcontext())
     with lock:
+        # Artifacts beside the store, not in the working directory (which, under `dvc exp run
+        # --temp/--queue`, is a copy that DVC deletes).
+        if mlflow.get_experiment_by_name("ctxrep") is None:
+            mlflow.create_experiment("ctxrep", artifact_location=(root / "mlartifacts").as_uri())
         mlflow.set_experiment("ctxrep")
     close_orphans(mlflow.MlflowClient(), stage)
     tags = {"stage": stage, "pid": str(os.getpid()), "host": socket.gethostname(),
