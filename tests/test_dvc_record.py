@@ -217,3 +217,22 @@ def _flatten(d: dict, prefix: str = "") -> dict:
         else:
             out[f"{prefix}{k}"] = v
     return out
+
+
+@pytest.mark.slow
+def test_a_rejected_value_stops_before_any_output_is_lost(run):
+    """Every stage validates every key of params.yaml, and locate_data (cheap) runs first: a
+    rejected value stops the pipeline before DVC has removed any costly output."""
+    from tests.conftest import compose
+
+    repo, _, env = run
+    model = tree_hash(repo / "data/models/bilm")
+    out = _dvc(repo, "exp", "run", "-S", "profile=tiny", "-S", "pretrain_bert.lr=-1", env=env,
+               check=False)
+    try:
+        assert "pretrain_bert.lr" in out and ">" in out, out
+        assert "Running stage 'pretrain_bert'" not in out
+        assert tree_hash(repo / "data/models/bilm") == model
+        assert (repo / "data/models/bert/model.safetensors").exists()
+    finally:
+        compose(repo, "tiny")

@@ -41,7 +41,7 @@ def write_cell(root: Path, task: str, method: str, values: list[float], metric="
 
 def write_compute(root: Path, stage: str, wall_s: float, amount: int, unit: str,
                   params: int | None = None, flops: float | None = None) -> None:
-    write(root, f"metrics/compute/{stage}.json", {"wall_s": wall_s, "amount": amount,
+    write(root, f"reports/compute/{stage}.json", {"wall_s": wall_s, "amount": amount,
                                                   "unit": unit, "params": params, "flops": flops})
 
 
@@ -194,10 +194,19 @@ def test_data_section_shows_fallback_unavailable_tasks_and_neighbors(tmp_path):
     assert "123,456 tokens" in markdown and "1.50e+12" in markdown   # compute ledger
 
 
+def _rows(ledger: str) -> dict:
+    return {ln.split("|")[1].strip(): [c.strip() for c in ln.strip("|").split("|")]
+            for ln in ledger.splitlines() if ln.startswith("| ")}
+
+
 def test_compute_ledger_sums_each_methods_cells_within_the_grid(tmp_path):
-    ledger = section(report_for(make_repo(tmp_path)).markdown, "## Compute ledger")
-    lines = {ln.split("|")[1].strip(): [c.strip() for c in ln.strip("|").split("|")]
-             for ln in ledger.splitlines() if ln.startswith("| ")}
+    report = report_for(make_repo(tmp_path))
+    # report.md stays the same bytes run to run: its ledger has no wall times ...
+    plain = _rows(section(report.markdown, "## Compute ledger"))
+    assert plain["pretrain_bilm"][1:] == ["123,456 tokens", "5,000", "1.50e+12"]
+    assert "70.0 s" not in report.markdown and "compute.md" in report.markdown
+    # ... reports/compute.md has them
+    lines = _rows(section(report.ledger, "## Compute ledger"))
     assert lines["transfer elmo (2 tasks)"][1:] == ["3,000 words", "5.0 s", "300–400", "3.00e+09"]
     assert lines["pretrain_bilm"][1:] == ["123,456 tokens", "70.0 s", "5,000", "1.50e+12"]
     assert lines["tokenize"][1:] == ["4,300 words", "5.0 s", "—", "—"]
@@ -207,7 +216,7 @@ def test_compute_ledger_sums_each_methods_cells_within_the_grid(tmp_path):
 
 def test_malformed_compute_entry_names_the_file(tmp_path):
     root = make_repo(tmp_path)
-    write(root, "metrics/compute/pretrain_bert.json", {"wall_s": "fast", "amount": 1, "unit": "x"})
+    write(root, "reports/compute/pretrain_bert.json", {"wall_s": "fast", "amount": 1, "unit": "x"})
     with pytest.raises(ReportInputError, match=r"compute/pretrain_bert.json.*'wall_s'"):
         report_for(root)
 
