@@ -15,7 +15,6 @@ contradictions are checked once, by the model config, and reported here under th
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import dataclasses
 import json
