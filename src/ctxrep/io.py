@@ -84,8 +84,9 @@ def _fsync_tree(root: Path) -> None:
                 os.fsync(f.fileno())
 
 
-def sha256_file(path: Path | str, chunk: int = 1 << 20) -> str:
-    h = hashlib.sha256()
+def sha256_file(path: Path | str, chunk: int = 1 << 20, algorithm: str = "sha256") -> str:
+    """Hex digest of a file's bytes (``algorithm="md5"`` is how DVC 3 hashes a file)."""
+    h = hashlib.new(algorithm)
     with open(path, "rb") as f:
         while block := f.read(chunk):
             h.update(block)

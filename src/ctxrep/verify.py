@@ -13,7 +13,6 @@ md5 of each file; DVC 3 hashes a file as the plain md5 of its bytes.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -21,14 +20,11 @@ from pathlib import Path
 import yaml
 
 from ctxrep.errors import InputError
+from ctxrep.io import sha256_file
 
 
-def md5_file(path: Path, chunk: int = 1 << 20) -> str:
-    h = hashlib.md5()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
+def md5_file(path: Path) -> str:
+    return sha256_file(path, algorithm="md5")
 
 
 def lock_outputs(root: Path) -> dict[str, str]:

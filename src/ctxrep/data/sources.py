@@ -142,7 +142,7 @@ def locate(spec: DatasetSpec, source: str) -> dict:
         res = resolve(spec, source)
     except Unavailable as e:
         return {"available": False, "reason": str(e)}
-    entry = {"available": True, "source": res.kind, "location": res.location}
+    entry = {"available": True, "source": res.kind, "location": res.location, "files": {}}
     if res.kind == "mirror":
         root = os.environ[MIRROR_ENV]
         entry["files"] = {str(Path(f).relative_to(root)): sha256_file(f) for f in res.files}
@@ -160,8 +160,6 @@ def check_located(located_file: Path | str, name: str, manifest: dict | None) ->
     now = ({"available": False} if manifest is None else
            {"available": True, "source": manifest["source"], "files": manifest["files"]})
     then = {k: entry.get(k) for k in now}
-    if now.get("files") == {} and then.get("files") is None:
-        then["files"] = {}
     if now != then:
         raise DataError(located_file, f"{name} was located at {then} but fetched from {now}: "
                                       f"the data changed during the run; run again")
