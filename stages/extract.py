@@ -1,4 +1,6 @@
-"""Stage extract@<model>: frozen per-word layer features of every grid task → data/features/<model>/."""
+"""Stage extract@<features>: frozen per-word layer features of every grid task →
+data/features/<features>/. ``bilm`` and ``bert`` are the pretrained models; ``bilm-random`` and
+``bert-random`` the same architectures untrained (the random-init controls)."""
 
 import json
 import sys
@@ -12,18 +14,21 @@ from ctxrep.stage import stage
 from ctxrep.transfer.data import TaskUnavailable, load_task, spec
 from ctxrep.transfer.extract import BertFeaturizer, ElmoFeaturizer, extract_task
 
-model = sys.argv[1]
-with stage(f"extract@{model}", "extract") as ctx:
+features = sys.argv[1]
+if features not in config.FEATURE_SETS:
+    sys.exit(f"extract: unknown feature set {features!r}; expected one of {config.FEATURE_SETS}")
+model, random_init = features.removesuffix("-random"), features.endswith("-random")
+with stage(f"extract@{features}", "extract") as ctx:
     p = ctx.section
     common = config.load_transfer_common(ctx.params)
     tasks = ctx.params["grid"]["tasks"]
     torch.set_grad_enabled(False)
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    featurize = (ElmoFeaturizer(Path("data/models/bilm"), device) if model == "bilm" else
-                 BertFeaturizer(Path("data/models/bert"), device, p.bert_subword_pooling,
-                                p.bert_max_seq_len))
+    featurize = (ElmoFeaturizer(Path("data/models/bilm"), device, random_init) if model == "bilm"
+                 else BertFeaturizer(Path("data/models/bert"), device, p.bert_subword_pooling,
+                                     p.bert_max_seq_len, random_init))
     words = 0
-    with atomic_dir(Path("data/features") / model) as tmp:
+    with atomic_dir(Path("data/features") / features) as tmp:
         for task in tasks:
             try:
                 splits = load_task(task, common)

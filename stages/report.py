@@ -19,5 +19,8 @@ with stage("report", None) as ctx:
     if ctx.run:
         ctx.run.log_metrics(flat_numbers(report.summary))
         ctx.run.log_artifact("reports/report.md")
-    ctx.summary(tasks=len(report.summary), cells=sum(len(c) for c in report.summary.values()),
-                figures=len(report.figures))
+    cells = report.summary["cells"]
+    verdicts = [c["verdict"] for c in report.summary["claims"]]
+    ctx.summary(tasks=len(cells), cells=sum(len(c) for c in cells.values()),
+                figures=len(report.figures),
+                claims=", ".join(f"{verdicts.count(v)} {v}" for v in sorted(set(verdicts))))

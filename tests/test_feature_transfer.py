@@ -12,23 +12,24 @@ from ctxrep.transfer.features import FIELDS, FeatureStore, FieldWriter, task_wor
 N_LAYERS, DIM = 3, 8
 
 
-def write_store(root, kind, dataset, signal):
-    """Random features, plus ``signal(example, field, word_index)`` added to layer 1."""
+def write_store(root, kind, dataset, signal, validation=None):
+    """Random features, plus ``signal(example, field, word_index)`` added to layer 1; the
+    validation split is ``validation`` or, by default, a copy of the training one."""
     rng = np.random.default_rng(0)
     root.mkdir(parents=True, exist_ok=True)
     import json
 
+    splits = {"train": dataset, "validation": dataset if validation is None else validation}
     for field in FIELDS[kind]:
-        w = FieldWriter(root, "train", field)
-        for ex in dataset:
-            words = task_words(ex, field)
-            layers = rng.normal(0, 0.1, (N_LAYERS, len(words), DIM))
-            for j in range(len(words)):
-                layers[1, j] += signal(ex, field, j)
-            w.add(layers)
-        w.close()
-        for suffix in (".f16", ".offsets.npy"):
-            (root / f"validation.{field}{suffix}").write_bytes((root / f"train.{field}{suffix}").read_bytes())
+        for split, examples in splits.items():
+            w = FieldWriter(root, split, field)
+            for ex in examples:
+                words = task_words(ex, field)
+                layers = rng.normal(0, 0.1, (N_LAYERS, len(words), DIM))
+                for j in range(len(words)):
+                    layers[1, j] += signal(ex, field, j)
+                w.add(layers)
+            w.close()
     (root / "meta.json").write_text(json.dumps({"n_layers": N_LAYERS, "dim": DIM}))
     return FeatureStore(root)
 
@@ -46,8 +47,9 @@ def params(**kw):
 
 def fit(tmp_path, kind, metric, dataset, signal, n_labels, method="elmo"):
     store = write_store(tmp_path / "f", kind, dataset, signal)
+    every = list(range(len(dataset)))  # dev = train, no early stopping: the overfitting check
     out = run_feature_transfer(kind, metric, method, store, {"train": dataset, "validation": dataset},
-                               "validation", n_labels, params(), 0, tmp_path / "ck")
+                               "validation", n_labels, params(), 0, tmp_path / "ck", every, every, 0)
     return out
 
 
@@ -138,3 +140,91 @@ def test_static_ignores_context_layers():
     a = model({"layers": layers, "mask": mask})
     layers[:, 1:] += 1.0
     assert torch.equal(a, model({"layers": layers, "mask": mask}))
+
+
+# ---------------------------------------------------------------------------------------------
+# Model selection on dev: convergence, and the evaluation split stays unseen
+
+
+def word_tagging_sets(n_train=80, n_eval=40):
+    """Sentences over 8 word types; each type has one tag (type mod 3): a lookup table scores
+    100 % on the evaluation sentences, so a converged tagger must too."""
+    rng = np.random.default_rng(5)
+
+    def sentences(n):
+        words = [[f"w{t}" for t in rng.integers(0, 8, rng.integers(3, 9))] for _ in range(n)]
+        return datasets.Dataset.from_dict(
+            {"tokens": words, "tags": [[int(w[1:]) % 3 for w in s] for s in words]},
+            features=schemas.tagging(["A", "B", "C"]))
+
+    return sentences(n_train), sentences(n_eval)
+
+
+def word_signal(ex, field, j):
+    return one_hot(int(ex["tokens"][j][1:]))
+
+
+def test_feature_tagger_converges_to_the_lookup_table(tmp_path):
+    from ctxrep.analysis.baselines import lookup_tags
+    from ctxrep.transfer.selection import train_dev_indices
+
+    train, evaluation = word_tagging_sets()
+    store = write_store(tmp_path / "f", "tagging", train, word_signal, evaluation)
+    train_idx, dev_idx = train_dev_indices(len(train), 0.1)
+    lookup = lookup_tags([train[i]["tokens"] for i in train_idx],
+                         [train[i]["tags"] for i in train_idx], evaluation["tokens"])
+    lookup_acc = np.mean([p == g for ps, gs in zip(lookup, evaluation["tags"])
+                          for p, g in zip(ps, gs)])
+    out = run_feature_transfer("tagging", "token_accuracy", "elmo", store,
+                               {"train": train, "validation": evaluation}, "validation", 3,
+                               params(epochs=60, batch_size=8, lr=0.01), 0, tmp_path / "ck",
+                               train_idx, dev_idx, 3)
+    assert lookup_acc == 1.0
+    assert out["scores"]["token_accuracy"] >= lookup_acc
+
+
+def test_model_selection_never_reads_the_evaluation_split(tmp_path, monkeypatch):
+    """The dev curve and the epoch kept are the same whatever the evaluation labels are, and
+    the evaluation split is predicted exactly once, after training."""
+    from ctxrep.transfer import feature_train
+    from ctxrep.transfer.selection import train_dev_indices
+
+    train, evaluation = word_tagging_sets()
+    scrambled = evaluation.map(lambda ex: {"tags": [(t + 1) % 3 for t in ex["tags"]]})
+    calls = []
+    predict = feature_train.FeatureTaskObjective.predict
+
+    def spy(self, split, rows=None):
+        calls.append(split)
+        return predict(self, split, rows)
+
+    monkeypatch.setattr(feature_train.FeatureTaskObjective, "predict", spy)
+    runs = []
+    for i, eval_set in enumerate((evaluation, scrambled)):
+        calls.clear()
+        store = write_store(tmp_path / f"f{i}", "tagging", train, word_signal, eval_set)
+        runs.append(run_feature_transfer(
+            "tagging", "token_accuracy", "elmo", store, {"train": train, "validation": eval_set},
+            "validation", 3, params(epochs=8), 0, tmp_path / f"ck{i}",
+            *train_dev_indices(len(train), 0.2), 2))
+        assert calls[-1] == "validation" and calls.count("validation") == 1
+    assert runs[0]["curve"] == runs[1]["curve"]
+    assert runs[0]["best_epoch"] == runs[1]["best_epoch"]
+    assert runs[0]["scores"] != runs[1]["scores"]
+
+
+def test_early_stopping_stops_after_patience_epochs_without_gain():
+    import torch
+
+    from ctxrep.transfer.selection import BestOnDev
+
+    model = torch.nn.Linear(2, 2)
+    selection = BestOnDev(model, "acc", patience=2)
+    for score in (0.5, 0.7, 0.6, 0.7):
+        assert not selection.should_stop
+        selection.update({"acc": score})
+    assert selection.should_stop and selection.best_epoch == 2
+    with torch.no_grad():
+        model.weight.fill_(9.0)
+    selection.restore()
+    assert model.weight.max().item() < 9.0

@@ -157,9 +157,12 @@ def params(**overrides):
 
 
 def finetune(model_dir, tmp_path, kind, metric, dataset, seed=0, pretrained=True, **overrides):
-    """Train on `dataset` and score the same examples: the overfitting check."""
+    """Train on `dataset` and score the same examples: the overfitting check (dev = train too,
+    no early stopping, so the epoch kept is the one that fits the training set best)."""
+    every = list(range(len(dataset)))
     return run_finetune(kind, metric, {"train": dataset, "validation": dataset}, "validation",
-                        model_dir, pretrained, params(**overrides), seed, tmp_path / f"ckpt-{seed}")
+                        model_dir, pretrained, params(**overrides), seed, tmp_path / f"ckpt-{seed}",
+                        every, every, 0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -299,9 +302,9 @@ def test_errors_are_clear(model_dir, tmp_path):
     data = classification_set()
     with pytest.raises(ValueError, match="unknown task kind 'regression'"):
         finetune(model_dir, tmp_path, "regression", "accuracy", data)
-    with pytest.raises(ValueError, match="train split is empty"):
+    with pytest.raises(ValueError, match="nothing to fine-tune on"):
         run_finetune("classification", "accuracy", {"train": data.select([]), "validation": data},
-                     "validation", model_dir, True, params(), 0, tmp_path / "ckpt")
+                     "validation", model_dir, True, params(), 0, tmp_path / "ckpt", [], [], 0)
     with pytest.raises(FileNotFoundError, match=str(tmp_path / "empty" / "config.json")):
         (tmp_path / "empty").mkdir()
         finetune(tmp_path / "empty", tmp_path, "classification", "accuracy", data)

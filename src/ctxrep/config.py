@@ -178,10 +178,16 @@ def as_param_error(section: str):
         raise ParamError(section, None, message) from e
 
 
-METHODS = ("static", "elmo-last", "elmo-avg", "elmo", "elmo-io", "bert-feature", "bert-finetune",
-           "bert-scratch")
-FEATURE_METHODS = METHODS[:6]
-FINETUNE_METHODS = METHODS[6:]
+# Feature-based methods and the frozen features each one reads (data/features/<name>/);
+# ``elmo-random`` and ``bert-random`` are the same architectures untrained: the controls that
+# show what pretraining itself contributes.
+FEATURES_OF = {"static": "bilm", "elmo-last": "bilm", "elmo-avg": "bilm", "elmo": "bilm",
+               "elmo-io": "bilm", "bert-feature": "bert", "elmo-random": "bilm-random",
+               "bert-random": "bert-random"}
+FEATURE_METHODS = tuple(FEATURES_OF)
+FINETUNE_METHODS = ("bert-finetune", "bert-scratch")
+METHODS = FEATURE_METHODS + FINETUNE_METHODS
+FEATURE_SETS = ("bilm", "bert", "bilm-random", "bert-random")
 
 
 @section
@@ -192,6 +198,10 @@ class TransferCommon:
     max_train_examples: int = param(ge=0, doc="0 = the whole train split")
     max_eval_examples: int = param(ge=0, doc="0 = the whole evaluation split")
     eval_split: str = param(choices=("validation", "test"))
+    dev_fraction: float = param(gt=0.0, lt=0.5, doc="training examples held out for model "
+                                "selection (the evaluation split is never used for it)")
+    patience: int = param(ge=0, doc="stop after this many epochs without a better dev score "
+                          "(0 = train every epoch; the best epoch is kept either way)")
 
     def check(self, section: str) -> None:
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
@@ -204,7 +214,7 @@ class FeatureTransferParams:
 
     encoder_hidden: int = param(ge=1, doc="task BiLSTM hidden size per direction")
     encoder_layers: int = param(ge=1, le=4)
-    epochs: int = param(ge=1)
+    epochs: int = param(ge=1, doc="at most; early stopping on dev may end sooner")
     batch_size: int = param(ge=1)
     lr: float = param(gt=0.0, le=1.0)
     dropout: float = param(ge=0.0, lt=1.0)
@@ -217,7 +227,7 @@ class FeatureTransferParams:
 class FinetuneTransferParams:
     """``transfer.<fine-tuning method>``: BERT and a small head trained together."""
 
-    epochs: int = param(ge=1)
+    epochs: int = param(ge=1, doc="at most; early stopping on dev may end sooner")
     batch_size: int = param(ge=1)
     lr: float = param(gt=0.0, le=1.0)
     warmup_fraction: float = param(ge=0.0, lt=1.0)

@@ -74,6 +74,10 @@ class Objective(Protocol):
     def evaluate(self) -> dict:
         """Held-out metrics (no grad)."""
 
+    # Optional: ``should_stop`` (bool attribute, read after each periodic evaluation: end
+    # training early) and ``state_dict()`` / ``load_state_dict()`` (objective state saved in
+    # and restored from checkpoints, e.g. model selection's best weights).
+
 
 class NonFiniteLoss(RuntimeError):
     pass
@@ -232,6 +236,8 @@ def train(objective: Objective, cfg: LoopConfig, ckpt_dir: Path, run=None,
         result.evals = json.loads(bytes(state["evals"].tolist()).decode())
         result.train_seconds = float(state["train_seconds"])
         result.resumed_from = result.steps
+        if "objective" in state:
+            objective.load_state_dict(state["objective"])
         if d.main:
             log.info("resuming from %s (step %d of %d)", latest, result.steps, cfg.steps)
 
@@ -255,7 +261,9 @@ def train(objective: Objective, cfg: LoopConfig, ckpt_dir: Path, run=None,
         ckpts.save(step, {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                           "scheduler": scheduler.state_dict(), "step": step,
                           "train_tokens": result.train_tokens, "curve": curve, "evals": evals,
-                          "train_seconds": result.train_seconds})
+                          "train_seconds": result.train_seconds,
+                          **({"objective": objective.state_dict()}
+                             if hasattr(objective, "state_dict") else {})})
 
     plans: dict = {}
     bar = tqdm(total=cfg.steps, initial=result.steps, desc=desc, unit="step",
@@ -318,14 +326,19 @@ def train(objective: Objective, cfg: LoopConfig, ckpt_dir: Path, run=None,
                 run.log_metrics({f"val_{k}" if not k.startswith("val_") else k: v
                                  for k, v in metrics.items()}, step=step + 1)
             model.train()
+            if getattr(objective, "should_stop", False):  # early stopping (model selection)
+                break
         if cfg.checkpoint_every and (step + 1) % cfg.checkpoint_every == 0 \
                 and step + 1 < cfg.steps:
             checkpoint(step + 1)
     bar.close()
+    if result.evals and result.evals[-1][0] == result.steps:  # stopped early, just evaluated
+        result.final_eval = result.evals[-1][1]
+        return result
     result.final_eval = _evaluate(objective, autocast)
-    result.evals.append([cfg.steps, result.final_eval])
+    result.evals.append([result.steps, result.final_eval])
     if run is not None and d.main:
-        run.log_metrics(result.final_eval, step=cfg.steps)
+        run.log_metrics(result.final_eval, step=result.steps)
     return result
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from ctxrep.io import atomic_dir, atomic_file, write_json
+from ctxrep.report import evidence as ev
 from ctxrep.report import findings, plots
 from ctxrep.report.inputs import ComputeEntry, ReportInputs, ledger_stages
 from ctxrep.report.published import BERT_PRETRAINING, ELMO_PRETRAINING
@@ -219,20 +220,33 @@ def results_section(inputs: ReportInputs) -> str:
 
 
 def findings_section(inputs: ReportInputs) -> str:
-    found = (findings.transfer_findings(inputs.tasks, inputs.transfer)
-             + findings.pretraining_findings(inputs.pretrain)
+    """Checks without per-example predictions (so without a CI): the pretrained models against
+    trivial predictors, and the probes' layer comparison (point estimates, said so)."""
+    found = (findings.pretraining_findings(inputs.pretrain)
              + findings.probe_findings(inputs.probes.get("bilm")))
-    parts = ["## What reproduced at this scale", ""]
+    parts = ["## Other checks (point estimates, no CI)", ""]
     if not found:
-        return "\n".join(parts + ["_No comparison can be made yet: the cells it needs are "
+        return "\n".join(parts + ["_No check can be made yet: the metrics it needs are "
                                   "missing._"])
-    failed = [f.sentence for f in found if not f.reproduced]
-    held = [f.sentence for f in found if f.reproduced]
-    parts += ["### Did not reproduce", ""]
-    parts += [f"- {s}" for s in failed] or ["- Every comparison below went the papers' way."]
-    parts += ["", "### Reproduced", ""]
-    parts += [f"- {s}" for s in held] or ["- None."]
+    parts += [f"- {'✓' if f.reproduced else '✗'} {f.sentence}" for f in found]
     return "\n".join(parts)
+
+
+def curves_section(inputs: ReportInputs, figures: dict) -> str:
+    fig = plots.transfer_curves(inputs.tasks, inputs.transfer)
+    if fig is None:
+        return "## Task-model training curves\n\n_No transfer cell has recorded curves yet._"
+    figures["transfer_curves.png"] = fig
+    rows = [[task, method, ", ".join(str(e) for e in cell.best_epoch),
+             ", ".join(str(len(c.get("dev", []))) for c in cell.curves)]
+            for task in inputs.tasks for method, cell in inputs.transfer.get(task, {}).items()
+            if cell.curves]
+    return "\n".join([
+        "## Task-model training curves", "",
+        "Train loss and dev score per epoch (seed of each cell's first run). The dev split is "
+        "carved from the training examples; the evaluation split is never seen before the "
+        "best epoch is chosen.", "", _figure_link("transfer_curves.png", "transfer curves"), "",
+        markdown_table(["task", "method", "best epoch per seed", "epochs run per seed"], rows)])
 
 
 def probe_section(inputs: ReportInputs, figures: dict) -> str:
@@ -288,12 +302,15 @@ def build_report(inputs: ReportInputs, profile: str | None = None) -> Report:
     header = "# ctxrep: ELMo and BERT reproduced at small scale"
     if profile:
         header += f"\n\nParams profile: `{profile}`."
-    sections = [header, data_section(inputs), scale_section(inputs), ledger_section(inputs),
-                results_section(inputs), findings_section(inputs), probe_section(inputs, figures),
-                mix_section(inputs, figures), loss_section(inputs, figures),
-                neighbors_section(inputs)]
+    evidence = ev.gather(inputs)
+    sections = [header, ev.claims_section(evidence, inputs), ev.baselines_section(inputs, evidence),
+                data_section(inputs), scale_section(inputs), ledger_section(inputs),
+                results_section(inputs), findings_section(inputs), curves_section(inputs, figures),
+                probe_section(inputs, figures), mix_section(inputs, figures),
+                loss_section(inputs, figures), neighbors_section(inputs)]
     ledger = f"# ctxrep: compute ledger\n\n{ledger_section(inputs, wall_time=True)}\n"
-    return Report(summarise(inputs.transfer), "\n\n".join(sections) + "\n", figures, ledger)
+    summary = summarise(inputs.transfer, ev.summary_extras(inputs, evidence))
+    return Report(summary, "\n\n".join(sections) + "\n", figures, ledger)
 
 
 def write_report(report: Report, root: Path | str = ".") -> None:

@@ -9,6 +9,9 @@ Paths (relative to the repo root):
     metrics/tokenize.json, metrics/pretrain_bilm.json, metrics/pretrain_bert.json
     metrics/pretrain_{bilm,bert}_curve.tsv            header: step  train_loss  lr
     metrics/transfer/<task>/<method>.json             one transfer cell (see TransferResult)
+    metrics/baselines/<task>.json                     the task's trivial baselines
+    data/predictions/<task>/<method>/seed<N>.json     a cell's predictions, one file per seed
+    data/predictions/<task>/baselines/<name>.json     a baseline's predictions
     metrics/probe/<model>.json                        per-layer probe scores
     reports/compute/<stage>.json                      wall time, data, parameters, FLOPs
     data/raw/corpus/MANIFEST.json, data/raw/tasks/<task>/MANIFEST.json
@@ -102,6 +105,10 @@ class TransferResult:
     n_seeds: int
     mix_weights: dict[str, list[list[float]]] = field(default_factory=dict)
     train_examples: int | None = None
+    degenerate: list[bool] = field(default_factory=list)   # per seed: one label for all
+    curves: list[dict] = field(default_factory=list)       # per seed: train_loss, dev per epoch
+    best_epoch: list[int] = field(default_factory=list)
+    seeds: list[int] = field(default_factory=list)
 
 
 def read_transfer(path: Path) -> TransferResult:
@@ -121,7 +128,44 @@ def read_transfer(path: Path) -> TransferResult:
         task=task, method=method, metric=data["metric"], primary=primary,
         mean=number(scores["mean"], path, f"scores.{primary}.mean"),
         std=number(scores["std"], path, f"scores.{primary}.std"),
-        n_seeds=len(data["seeds"]), mix_weights=mix, train_examples=data.get("train_examples"))
+        n_seeds=len(data["seeds"]), mix_weights=mix, train_examples=data.get("train_examples"),
+        degenerate=list(data.get("degenerate", [])), curves=list(data.get("curves", [])),
+        best_epoch=list(data.get("best_epoch", [])), seeds=list(data["seeds"]))
+
+
+@dataclass
+class Predictions:
+    """One seed's (or a baseline's) predictions on the evaluation split, with the references."""
+
+    predictions: list
+    references: list
+
+
+def read_predictions(path: Path) -> Predictions:
+    data = read_json(path)
+    require(data, path, "predictions", "references")
+    if len(data["predictions"]) != len(data["references"]):
+        raise ReportInputError(path, f"{len(data['predictions'])} predictions for "
+                                     f"{len(data['references'])} references")
+    return Predictions(data["predictions"], data["references"])
+
+
+def read_prediction_grid(root: Path, transfer: dict, baselines: dict) -> dict:
+    """task -> method or baseline name -> [Predictions per seed], for the cells (and baselines)
+    the report shows; a cell without its prediction files is left out (no CI for it)."""
+    grid: dict = {}
+    for task, cells in transfer.items():
+        for method, cell in cells.items():
+            folder = root / "data" / "predictions" / task / method
+            files = [folder / f"seed{seed}.json" for seed in cell.seeds]
+            if files and all(f.exists() for f in files):
+                grid.setdefault(task, {})[method] = [read_predictions(f) for f in files]
+    for task, record in baselines.items():
+        for name in record.get("baselines", {}):
+            path = root / "data" / "predictions" / task / "baselines" / f"{name}.json"
+            if path.exists():
+                grid.setdefault(task, {})[name] = [read_predictions(path)]
+    return grid
 
 
 def read_mix_weights(mix, path: Path) -> dict[str, list[list[float]]]:
@@ -189,8 +233,10 @@ def read_compute(path: Path) -> ComputeEntry | None:
 def ledger_stages(tasks: list[str], methods: list[str]) -> list[tuple[str, str]]:
     """(stage, ledger row) of every stage in the compute ledger, in pipeline order; a method's
     transfer cells share a row. Only this grid's cells: others may be left from earlier runs."""
-    single = ["tokenize", "pretrain_bilm", "pretrain_bert", "extract@bilm", "extract@bert"]
+    single = ["tokenize", "pretrain_bilm", "pretrain_bert", "extract@bilm", "extract@bert",
+              "extract@bilm-random", "extract@bert-random"]
     return ([(name, name) for name in single]
+            + [(f"baseline@{t}", "baselines") for t in tasks]
             + [(f"transfer@{t}-{m}", f"transfer {m}") for m in methods for t in tasks]
             + [(name, name) for name in ("probe@bilm", "probe@bert")])
 
@@ -208,6 +254,8 @@ class ReportInputs:
     task_manifests: dict[str, dict | None]
     neighbors: str | None
     compute: dict[str, ComputeEntry] = field(default_factory=dict)   # stage -> its cost
+    baselines: dict[str, dict] = field(default_factory=dict)         # task -> baselines record
+    predictions: dict = field(default_factory=dict)   # task -> method -> [Predictions per seed]
 
 
 def read_transfer_grid(root: Path, tasks: list[str], methods: list[str]) -> dict:
@@ -228,16 +276,21 @@ def load_inputs(root: Path | str, tasks: list[str], methods: list[str]) -> Repor
     root = Path(root)
     metrics = root / "metrics"
     neighbors = root / "reports" / "neighbors.md"
+    transfer = read_transfer_grid(root, tasks, methods)
+    baselines = {t: b for t in tasks if (b := read_json(metrics / "baselines" / f"{t}.json"))
+                 and "unavailable" not in b}
     return ReportInputs(
         tasks=list(tasks), methods=list(methods),
         tokenize=read_json(metrics / "tokenize.json"),
         pretrain={m: read_json(metrics / f"pretrain_{m}.json") for m in PRETRAIN_MODELS},
         curves={m: read_curve(metrics / f"pretrain_{m}_curve.tsv") for m in PRETRAIN_MODELS},
-        transfer=read_transfer_grid(root, tasks, methods),
+        transfer=transfer,
         probes={m: read_probe(metrics / "probe" / f"{m}.json") for m in PROBE_MODELS},
         corpus_manifest=read_json(root / "data" / "raw" / "corpus" / "MANIFEST.json"),
         task_manifests={t: read_json(root / "data" / "raw" / "tasks" / t / "MANIFEST.json")
                         for t in tasks},
         neighbors=neighbors.read_text() if neighbors.exists() else None,
         compute={name: entry for name, _ in ledger_stages(tasks, methods)
-                 if (entry := read_compute(root / COMPUTE_DIR / f"{name}.json")) is not None})
+                 if (entry := read_compute(root / COMPUTE_DIR / f"{name}.json")) is not None},
+        baselines=baselines,
+        predictions=read_prediction_grid(root, transfer, baselines))

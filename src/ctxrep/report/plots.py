@@ -142,3 +142,37 @@ def mix_weights(task: str, cells: dict[str, TransferResult]) -> Figure | None:
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(alpha=0.3, axis="y")
     return fig
+
+
+@default_style
+def transfer_curves(tasks: list[str], transfer: dict[str, dict[str, TransferResult]]) -> Figure | None:
+    """Two rows of panels, one column per task: the first seed's train loss (top) and dev
+    score (bottom) per epoch, one line per method; a marker at the epoch kept."""
+    shown = [t for t in tasks if any(c.curves for c in transfer.get(t, {}).values())]
+    if not shown:
+        return None
+    fig = Figure(figsize=(PANEL_SIZE[0] * len(shown) + 1.8, 2 * PANEL_SIZE[1]), dpi=DPI,
+                 layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(2, len(shown), squeeze=False)
+    for col, task in enumerate(shown):
+        loss_ax, dev_ax = axes[0][col], axes[1][col]
+        for method, cell in sorted(transfer[task].items()):
+            if not cell.curves:
+                continue
+            curve = cell.curves[0]
+            epochs = range(1, len(curve["dev"]) + 1)
+            (line,) = dev_ax.plot(epochs, [100 * x for x in curve["dev"]], linewidth=1,
+                                  label=method)
+            loss_ax.plot(range(1, len(curve["train_loss"]) + 1), curve["train_loss"],
+                         linewidth=1, color=line.get_color())
+            if cell.best_epoch:
+                best = cell.best_epoch[0]
+                dev_ax.plot([best], [100 * curve["dev"][best - 1]], marker="o",
+                            color=line.get_color())
+        loss_ax.set(title=f"{task}: train loss", xlabel="epoch", ylabel="loss")
+        dev_ax.set(title=f"{task}: dev score", xlabel="epoch", ylabel="dev (%)")
+        for ax in (loss_ax, dev_ax):
+            ax.grid(alpha=0.3)
+    axes[1][-1].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return fig

@@ -1,6 +1,9 @@
-"""``metrics/summary.json``: the headline number of every transfer cell, for ``dvc metrics diff``.
+"""``metrics/summary.json``: every transfer cell, the baselines and the claims.
 
-    {task: {method: {"metric": primary key, "mean": x, "std": y, "n_seeds": k}}}
+    {"cells": {task: {method: {"metric": primary key, "mean": x, "std": y, "n_seeds": k,
+                               "ci95": [low, high], "degenerate": bool}}},
+     "baselines": {task: {name: score}},
+     "claims": [{"better", "worse", "task", "claim", "source", "estimate", "ci95", "verdict"}]}
 
 Numbers are in the metric's own units (accuracy and F1 in [0, 1]; SQuAD F1 in [0, 100]) and
 rounded to 4 decimals; keys are written sorted, so the file changes exactly when a number does.
@@ -13,22 +16,33 @@ from ctxrep.report.inputs import TransferResult
 DECIMALS = 4
 
 
-def summarise(transfer: dict[str, dict[str, TransferResult]]) -> dict:
-    return {task: {method: {"metric": cell.primary, "mean": round(cell.mean, DECIMALS),
-                            "std": round(cell.std, DECIMALS), "n_seeds": cell.n_seeds}
-                   for method, cell in sorted(cells.items())}
-            for task, cells in sorted(transfer.items())}
+def summarise(transfer: dict[str, dict[str, TransferResult]], extras: dict | None = None) -> dict:
+    """``extras`` (see ``report.evidence.summary_extras``): baselines, per-cell CIs, claims."""
+    extras = extras or {}
+    ci95 = extras.get("ci95", {})
+    cells = {task: {method: {"metric": cell.primary, "mean": round(cell.mean, DECIMALS),
+                             "std": round(cell.std, DECIMALS), "n_seeds": cell.n_seeds,
+                             "ci95": ci95.get(task, {}).get(method),
+                             "degenerate": any(cell.degenerate)}
+                    for method, cell in sorted(cells.items())}
+             for task, cells in sorted(transfer.items())}
+    return {"cells": cells, "baselines": extras.get("baselines", {}),
+            "claims": extras.get("claims", [])}
 
 
 def headline(summary: dict) -> dict:
-    """``metrics/headline.json``, the DVC metric: {task: {method: mean}}, so ``dvc exp show``
-    gets one column per grid cell (std, seeds and CIs stay in summary.json)."""
-    return {task: {method: cell["mean"] for method, cell in cells.items()}
-            for task, cells in summary.items()}
+    """``metrics/headline.json``, the DVC metric: {task: {method or baseline: mean}}, so
+    ``dvc exp show`` gets one column per grid cell and baseline (std, seeds and CIs stay in
+    summary.json)."""
+    out = {task: {method: cell["mean"] for method, cell in cells.items()}
+           for task, cells in summary["cells"].items()}
+    for task, scores in summary.get("baselines", {}).items():
+        out.setdefault(task, {}).update({name: round(v, DECIMALS) for name, v in scores.items()})
+    return {task: dict(sorted(cells.items())) for task, cells in sorted(out.items())}
 
 
 def flat_numbers(summary: dict) -> dict[str, float]:
     """``<task>.<method>.mean`` / ``.std`` for MLflow."""
     return {f"{task}.{method}.{stat}": cell[stat]
-            for task, cells in summary.items() for method, cell in cells.items()
+            for task, cells in summary["cells"].items() for method, cell in cells.items()
             for stat in ("mean", "std")}

@@ -1,9 +1,15 @@
 """One transfer grid cell: a task, a method, every seed; the record the report reads.
 
 The record (``metrics/transfer/<task>/<method>.json``) holds the per-seed scores and their mean
-and standard deviation, the learned scalar-mix weights of the feature-based methods, and
-nothing that differs from run to run (timings go to MLflow and the compute ledger). A task that
-no data location could serve gives a record with ``unavailable`` and no scores.
+and standard deviation, each seed's best epoch and its train-loss / dev-score curve per epoch,
+whether a seed predicted one class for everything (``degenerate``), the learned scalar-mix
+weights of the feature-based methods, and nothing that differs from run to run (timings go to
+MLflow and the compute ledger). A task that no data location could serve gives a record with
+``unavailable`` and no scores.
+
+Each seed's predictions on the evaluation split are saved beside the references
+(``data/predictions/<task>/<method>/seed<N>.json``): any metric, and the bootstrap CIs of the
+report, are computed from them without retraining.
 
 Checkpoints of an interrupted seed live under ``data/checkpoints/transfer/<task>/<method>/
 <key>/seed<N>``, where ``key`` hashes the cell's params and the bytes of its inputs: a rerun
@@ -18,16 +24,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ctxrep import config
-from ctxrep.io import sha256_tree
+from ctxrep.io import sha256_tree, write_json
 from ctxrep.pretraining.loop import run_key
 from ctxrep.transfer.data import TaskUnavailable, load_task, spec, task_dir
 from ctxrep.transfer.feature_train import run_feature_transfer
 from ctxrep.transfer.features import FeatureStore
 from ctxrep.transfer.finetune import run_finetune
-from ctxrep.transfer.scoring import primary_key
+from ctxrep.transfer.scoring import primary_key, readable, references
+from ctxrep.transfer.selection import train_dev_indices
 
 CHECKPOINTS = Path("data/checkpoints/transfer")
 FEATURES = Path("data/features")
+PREDICTIONS = Path("data/predictions")
 BERT_MODEL = Path("data/models/bert")
 
 
@@ -50,12 +58,26 @@ class Cell:
 def input_paths(task: str, method: str) -> list[Path]:
     """The files a cell trains on besides the task's examples."""
     if method in config.FEATURE_METHODS:
-        return [FEATURES / ("bert" if method == "bert-feature" else "bilm") / task]
+        return [FEATURES / config.FEATURES_OF[method] / task]
     return [BERT_MODEL]
 
 
+def predictions_dir(task: str, method: str) -> Path:
+    return PREDICTIONS / task / method
+
+
+def is_degenerate(kind: str, predictions: list) -> bool:
+    """One label for every example (or every word): the model learned only the prior."""
+    if kind in ("classification", "pair_classification", "word_in_context"):
+        return len(set(predictions)) <= 1
+    if kind == "tagging":
+        return len({t for tags in predictions for t in tags}) <= 1
+    return False
+
+
 def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None) -> Cell:
-    """Train and evaluate ``method`` on ``task`` for every seed of ``common``."""
+    """Train and evaluate ``method`` on ``task`` for every seed of ``common``; save each seed's
+    predictions under :func:`predictions_dir`."""
     task_spec = spec(task)
     record = {"task": task, "method": method, "kind": task_spec.kind, "metric": task_spec.metric,
               "primary": primary_key(task_spec.metric), "eval_split": common.eval_split,
@@ -71,32 +93,86 @@ def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None)
     if method in config.FEATURE_METHODS:
         store = FeatureStore(input_paths(task, method)[0])
         store.check_examples(splits, task_spec.kind)
+    train_idx, dev_idx = train_dev_indices(len(splits["train"]), common.dev_fraction)
+    kind = task_spec.kind
     runs = []
     for seed in common.seeds:
         ckpt = ckpt_root / f"seed{seed}"
         if method in config.FEATURE_METHODS:
             train = splits["train"]
-            n_labels = (train.features["tags"].feature.num_classes if task_spec.kind == "tagging"
+            n_labels = (train.features["tags"].feature.num_classes if kind == "tagging"
                         else train.features["label"].num_classes if "label" in train.features
                         else 0)
-            runs.append(run_feature_transfer(task_spec.kind, task_spec.metric, method, store,
-                                             splits, eval_split, n_labels, p, seed, ckpt, run))
+            runs.append(run_feature_transfer(kind, task_spec.metric, method, store, splits,
+                                             eval_split, n_labels, p, seed, ckpt, train_idx,
+                                             dev_idx, common.patience, run))
         else:
-            runs.append(run_finetune(task_spec.kind, task_spec.metric, splits, eval_split,
-                                     BERT_MODEL, method == "bert-finetune", p, seed, ckpt, run))
+            runs.append(run_finetune(kind, task_spec.metric, splits, eval_split, BERT_MODEL,
+                                     method == "bert-finetune", p, seed, ckpt, train_idx,
+                                     dev_idx, common.patience, run))
     shutil.rmtree(ckpt_root, ignore_errors=True)  # every seed finished: nothing to resume
+
+    out_dir = predictions_dir(task, method)
+    shutil.rmtree(out_dir, ignore_errors=True)
+    gold = references(kind, splits[eval_split])
+    for seed, r in zip(common.seeds, runs):
+        write_json(out_dir / f"seed{seed}.json",
+                   {"task": task, "method": method, "seed": seed, "eval_split": eval_split,
+                    "predictions": readable(kind, splits[eval_split], r["predictions"]),
+                    "references": gold}, indent=None)
 
     record["scores"] = {k: {"mean": round(statistics.fmean(r["scores"][k] for r in runs), 6),
                             "std": round(statistics.stdev(r["scores"][k] for r in runs), 6)
                             if len(runs) > 1 else 0.0,
                             "values": [round(r["scores"][k], 6) for r in runs]}
                         for k in sorted(runs[0]["scores"])}
+    record["best_epoch"] = [r["best_epoch"] for r in runs]
+    record["curves"] = [r["curve"] for r in runs]
+    record["degenerate"] = [is_degenerate(kind, r["predictions"]) for r in runs]
     if "mix_weights" in runs[0]:
         record["mix_weights"] = {part: [r["mix_weights"][part] for r in runs]
                                  for part in runs[0]["mix_weights"]}
-    record["train_examples"] = len(splits["train"])
+    record["train_examples"] = len(train_idx)
+    record["dev_examples"] = len(dev_idx)
     record["eval_examples"] = len(splits[eval_split])
     cost = CellCost(amount=sum(r["train_tokens"] for r in runs),
                     unit="words" if method in config.FEATURE_METHODS else "sub-word tokens",
                     params=runs[0]["trainable_params"], flops=sum(r["train_flops"] for r in runs))
     return Cell(record, cost)
+
+
+BASELINES = Path("metrics/baselines")
+
+
+def run_baselines(task: str, common: config.TransferCommon) -> dict:
+    """The trivial baselines of ``task``, fitted on exactly the training examples the methods
+    train on (the dev split held out) and scored on the same evaluation examples; their
+    predictions are saved like a method's, one file each
+    (``data/predictions/<task>/baselines/<name>.json``)."""
+    from ctxrep.analysis.baselines import predict_all
+    from ctxrep.transfer.scoring import score
+
+    task_spec = spec(task)
+    record = {"task": task, "kind": task_spec.kind, "metric": task_spec.metric,
+              "primary": primary_key(task_spec.metric), "eval_split": common.eval_split}
+    try:
+        splits = load_task(task, common)
+    except TaskUnavailable as e:
+        return {**record, "unavailable": str(e)}
+    eval_split = next(s for s in splits if s != "train")
+    train_idx, _ = train_dev_indices(len(splits["train"]), common.dev_fraction)
+    train_set, eval_set = splits["train"].select(train_idx), splits[eval_split]
+    gold = references(task_spec.kind, eval_set)
+    record["baselines"] = {}
+    out_dir = predictions_dir(task, "baselines")
+    shutil.rmtree(out_dir, ignore_errors=True)
+    for name, predictions in predict_all(task_spec.kind, train_set, eval_set).items():
+        scores = score(task_spec.kind, task_spec.metric, eval_set, predictions)
+        record["baselines"][name] = {k: round(v, 6) for k, v in sorted(scores.items())}
+        write_json(out_dir / f"{name}.json",
+                   {"task": task, "method": name, "seed": 0,
+                    "eval_split": eval_split,
+                    "predictions": readable(task_spec.kind, eval_set, predictions),
+                    "references": gold}, indent=None)
+    record["train_examples"], record["eval_examples"] = len(train_set), len(eval_set)
+    return record

@@ -19,15 +19,22 @@ from ctxrep.transfer.features import FIELDS, FieldWriter, examples_fingerprint, 
 
 log = logging.getLogger(__name__)
 
+# The untrained controls (``bilm-random``, ``bert-random``): the saved model's architecture,
+# with the fresh initialisation its constructor draws from this seed.
+RANDOM_INIT_SEED = 0
+
 
 class ElmoFeaturizer:
     """Words → the biLM's layers per word. Counts the words run and their forward FLOPs."""
 
-    def __init__(self, model_dir: Path, device):
-        from ctxrep.models.bilm import forward_flops_per_token
+    def __init__(self, model_dir: Path, device, random_init: bool = False):
+        from ctxrep.models.bilm import BiLM, forward_flops_per_token
         from ctxrep.models.elmo import Elmo
 
         self.elmo = Elmo.from_pretrained(model_dir, device=device)
+        if random_init:
+            torch.manual_seed(RANDOM_INIT_SEED)
+            self.elmo.bilm.load_state_dict(BiLM(self.elmo.bilm.config).state_dict())
         self.n_layers, self.dim = self.elmo.num_output_layers, self.elmo.output_dim
         self.params = self.elmo.bilm.num_parameters(include_softmax=False)
         self.flops_per_word = forward_flops_per_token(self.elmo.bilm.config, softmax=False)
@@ -50,12 +57,18 @@ class BertFeaturizer:
     Words past ``max_seq_len`` sub-words are cut off and get zero vectors (counted in
     ``truncated_words``). Counts the sub-words run and their forward FLOPs."""
 
-    def __init__(self, model_dir: Path, device, pooling: str, max_seq_len: int):
+    def __init__(self, model_dir: Path, device, pooling: str, max_seq_len: int,
+                 random_init: bool = False):
         from transformers import AutoTokenizer
 
+        from ctxrep.models.bert import BertModel
         from ctxrep.models.bert_hf import load_pretrained
 
         self.model = load_pretrained(model_dir).bert.to(device).eval()
+        if random_init:
+            torch.manual_seed(RANDOM_INIT_SEED)
+            fresh = BertModel(self.model.config).to(next(self.model.parameters()).dtype)
+            self.model.load_state_dict(fresh.state_dict())
         self.tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
         self.device, self.pooling = device, pooling
         self.max_len = min(max_seq_len, self.model.config.max_position_embeddings)

@@ -14,6 +14,8 @@ weights, to the encoder's output. Methods differ only in how the layers are comb
     elmo          a learned mix (with λ·‖s − mean s‖² pulling it toward equal)
     elmo-io       learned mixes at the encoder's input and output
     bert-feature  a learned mix over BERT's L+1 layers (same model, other features)
+    elmo-random   as ``elmo``, on the features of an untrained biLM (control)
+    bert-random   as ``bert-feature``, on the features of an untrained BERT (control)
 """
 
 from __future__ import annotations
@@ -25,11 +27,16 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from ctxrep.models.scalar_mix import ScalarMix
 
 
+# The random-init controls combine their (untrained) layers as their pretrained counterparts do.
+LEARNED_MIX_OF = {"elmo-random": "elmo", "bert-random": "bert-feature"}
+
+
 class LayerCombiner(nn.Module):
     """(B, N, T, D) layers → (B, T, D) per the method; ``weights()`` for the report."""
 
     def __init__(self, method: str, n_layers: int, layer_norm: bool):
         super().__init__()
+        method = LEARNED_MIX_OF.get(method, method)
         self.method = method
         self.mix = None
         if method in ("elmo", "elmo-io", "bert-feature"):

@@ -1,4 +1,9 @@
-"""Training and evaluating a feature-based task model with the shared loop."""
+"""Training and evaluating a feature-based task model with the shared loop.
+
+The model trains on the training examples minus a dev split (``train_dev_indices``), is scored
+on dev after every epoch, keeps its best epoch (``BestOnDev``) and predicts the evaluation
+split once, at the end.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +20,8 @@ from torch.nn import functional as F
 from ctxrep.pretraining.loop import Checkpoints, LoopConfig, train
 from ctxrep.transfer import feature_models as M
 from ctxrep.transfer.features import FIELDS, FeatureStore, words_with_spans
-from ctxrep.transfer.scoring import score
+from ctxrep.transfer.scoring import primary_key, score
+from ctxrep.transfer.selection import BestOnDev, epoch_losses
 
 MAX_ANSWER_WORDS = 30
 
@@ -48,15 +54,19 @@ class FeatureTaskObjective:
     """The loop's Objective for one (task, method, seed) cell."""
 
     def __init__(self, model, kind: str, store: FeatureStore, splits: dict, eval_split: str,
-                 metric: str, p, seed: int):
+                 metric: str, p, seed: int, train_idx: list[int], dev_idx: list[int],
+                 patience: int):
         self.model, self.kind, self.p, self.seed, self.metric = model, kind, p, seed, metric
         self.splits, self.eval_split = splits, eval_split
         fields = FIELDS[kind]
         self.features = {s: [store.field(s, f) for f in fields] for s in splits}
         self.targets = {s: self._targets(s) for s in splits}
-        n = len(splits["train"])
-        if n == 0:
-            raise ValueError("the train split is empty")
+        if not train_idx or not dev_idx:
+            raise ValueError(f"need training and dev examples (have {len(train_idx)} and "
+                             f"{len(dev_idx)})")
+        self.train_idx, self.dev_idx = train_idx, dev_idx
+        self.dev_set = splits["train"].select(dev_idx)
+        self.selection = BestOnDev(model, primary_key(metric), patience)
 
     def _targets(self, split: str):
         ds = self.splits[split]
@@ -82,7 +92,7 @@ class FeatureTaskObjective:
     # -- the loop's protocol
 
     def plan(self, epoch: int) -> list[list[int]]:
-        order = list(range(len(self.splits["train"])))
+        order = list(self.train_idx)
         random.Random(self.seed * 7_919 + epoch).shuffle(order)
         bs = self.p.batch_size
         return [order[i:i + bs] for i in range(0, len(order), bs)]
@@ -137,11 +147,12 @@ class FeatureTaskObjective:
         return loss, {"loss": task_loss}, words
 
     @torch.no_grad()
-    def predict(self, split: str) -> list:
+    def predict(self, split: str, rows: list[int] | None = None) -> list:
+        """Predictions for ``rows`` of ``split`` (default: all), in that order."""
+        rows = list(range(len(self.splits[split]))) if rows is None else rows
         preds = []
-        n = len(self.splits[split])
-        for start in range(0, n, 64):
-            indices = list(range(start, min(n, start + 64)))
+        for start in range(0, len(rows), 64):
+            indices = rows[start:start + 64]
             batch = self._batch(split, indices)
             out = self.model(batch)
             if self.kind == "tagging":
@@ -168,28 +179,50 @@ class FeatureTaskObjective:
         return texts
 
     def evaluate(self) -> dict:
-        return score(self.kind, self.metric, self.splits[self.eval_split],
-                     self.predict(self.eval_split))
+        """Dev scores (the loop calls this after every epoch); the best epoch is kept."""
+        scores = score(self.kind, self.metric, self.dev_set, self.predict("train", self.dev_idx))
+        self.selection.update(scores)
+        return scores
+
+    @property
+    def should_stop(self) -> bool:
+        return self.selection.should_stop
+
+    def state_dict(self) -> dict:
+        return self.selection.state_dict()
+
+    def load_state_dict(self, state: dict) -> None:
+        self.selection.load_state_dict(state)
 
 
 def run_feature_transfer(kind: str, metric: str, method: str, store: FeatureStore, splits: dict,
                          eval_split: str, n_labels: int, p, seed: int, ckpt_dir: Path,
+                         train_idx: list[int], dev_idx: list[int], patience: int,
                          run=None) -> dict:
     torch.manual_seed(seed)
     model = build_model(kind, method, store.n_layers, store.dim, n_labels, p)
-    objective = FeatureTaskObjective(model, kind, store, splits, eval_split, metric, p, seed)
-    steps_per_epoch = math.ceil(len(splits["train"]) / p.batch_size)
+    objective = FeatureTaskObjective(model, kind, store, splits, eval_split, metric, p, seed,
+                                     train_idx, dev_idx, patience)
+    steps_per_epoch = math.ceil(len(train_idx) / p.batch_size)
     steps = p.epochs * steps_per_epoch
-    # A checkpoint per epoch: a killed cell resumes its current seed where it stopped.
+    # A dev evaluation and a checkpoint per epoch: early stopping, and a killed cell resumes
+    # its current seed where it stopped.
     cfg = LoopConfig(steps=steps, lr=p.lr, weight_decay=0.0, warmup_fraction=0.0,
                      schedule="linear", grad_clip=p.grad_clip, checkpoint_every=steps_per_epoch,
-                     log_every=max(1, steps // 20), seed=seed)
+                     eval_every=steps_per_epoch, log_every=max(1, steps // 20), seed=seed)
     result = train(objective, cfg, ckpt_dir, run, desc=f"{method} seed {seed}")
     Checkpoints(ckpt_dir).clear()
+    objective.selection.restore()
+    model.eval()
+    predictions = objective.predict(eval_split)
+    scores = score(kind, metric, splits[eval_split], predictions)
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     # Training FLOPs ~ 6 x weights x tokens (forward 2, backward 4 per weight and token; the
     # frozen features were computed once, by extract). Heads run per sentence: a slight over-count.
-    return {"scores": result.final_eval, "mix_weights": model.encoder.mix_weights(),
+    return {"scores": scores, "predictions": predictions, "mix_weights": model.encoder.mix_weights(),
             "steps": result.steps, "train_tokens": result.train_tokens,
+            "best_epoch": objective.selection.best_epoch,
+            "curve": {"train_loss": epoch_losses(result.curve, steps_per_epoch),
+                      "dev": [round(x, 6) for x in objective.selection.history]},
             "trainable_params": trainable, "train_flops": 6.0 * trainable * result.train_tokens,
             "seconds": result.train_seconds}

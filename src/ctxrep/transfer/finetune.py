@@ -32,7 +32,8 @@ from ctxrep.models.bert import BertConfig, BertModel, flops_per_token, init_bert
 from ctxrep.models.bert_hf import config_from_hf, load_pretrained
 from ctxrep.pretraining.loop import LoopConfig, train
 from ctxrep.transfer.finetune_tasks import Feature, TaskFormat, make_task_format
-from ctxrep.transfer.scoring import score
+from ctxrep.transfer.scoring import primary_key, score
+from ctxrep.transfer.selection import BestOnDev, epoch_losses
 
 log = logging.getLogger(__name__)
 
@@ -138,16 +139,16 @@ def infer(model: FinetuneModel, task: TaskFormat, features: list[Feature], batch
 
 class FinetuneObjective:
     """The shared loop's view of fine-tuning: seeded shuffles of the training features into
-    batches, the task's loss, and the eval split's scores (the last predictions are kept)."""
+    batches, the task's loss, and the dev split's scores, which select the best epoch."""
 
     def __init__(self, model: FinetuneModel, task: TaskFormat, train_features: list[Feature],
-                 eval_features: list[Feature], eval_set, kind: str, metric: str, batch_size: int,
-                 seed: int, pad_id: int, device: torch.device):
+                 dev_features: list[Feature], dev_set, kind: str, metric: str, batch_size: int,
+                 seed: int, pad_id: int, device: torch.device, patience: int):
         self.model, self.task = model, task
-        self.train_features, self.eval_features, self.eval_set = train_features, eval_features, eval_set
+        self.train_features, self.dev_features, self.dev_set = train_features, dev_features, dev_set
         self.kind, self.metric = kind, metric
         self.batch_size, self.seed, self.pad_id, self.device = batch_size, seed, pad_id, device
-        self.predictions: list = []
+        self.selection = BestOnDev(model, primary_key(metric), patience)
 
     def plan(self, epoch: int) -> list[list[int]]:
         generator = torch.Generator().manual_seed(self.seed * 1_000_003 + epoch)
@@ -161,10 +162,26 @@ class FinetuneObjective:
         loss = self.task.loss(model(batch), batch)
         return loss, {"loss": float(loss.detach())}, int(batch["attention_mask"].sum())
 
+    def predict(self, features: list[Feature], dataset) -> list:
+        outputs = infer(self.model, self.task, features, self.batch_size, self.pad_id, self.device)
+        return self.task.predict(outputs, features, dataset)
+
     def evaluate(self) -> dict:
-        outputs = infer(self.model, self.task, self.eval_features, self.batch_size, self.pad_id, self.device)
-        self.predictions = self.task.predict(outputs, self.eval_features, self.eval_set)
-        return score(self.kind, self.metric, self.eval_set, self.predictions)
+        """Dev scores (the loop calls this after every epoch); the best epoch is kept."""
+        scores = score(self.kind, self.metric, self.dev_set,
+                       self.predict(self.dev_features, self.dev_set))
+        self.selection.update(scores)
+        return scores
+
+    @property
+    def should_stop(self) -> bool:
+        return self.selection.should_stop
+
+    def state_dict(self) -> dict:
+        return self.selection.state_dict()
+
+    def load_state_dict(self, state: dict) -> None:
+        self.selection.load_state_dict(state)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -182,18 +199,22 @@ def remove_checkpoints(ckpt_dir: Path) -> None:
 
 def run_finetune(kind: str, metric: str, splits: dict, eval_split: str, model_dir: Path,
                  pretrained: bool, p: FinetuneTransferParams, seed: int, ckpt_dir: Path,
+                 train_idx: list[int], dev_idx: list[int], patience: int,
                  run=None, device=None) -> dict:
     """Fine-tune BERT from ``model_dir`` (``pretrained``) or from a seeded random init of the
-    same config on ``splits["train"]``; score ``splits[eval_split]`` with ``metric``.
+    same config on the ``train_idx`` rows of ``splits["train"]``, select the best epoch on its
+    ``dev_idx`` rows, and score ``splits[eval_split]`` with ``metric`` once, at the end.
 
-    ``steps = epochs * ceil(train features / batch_size)`` (features = examples, or context
-    windows for span QA). A checkpoint is written to ``ckpt_dir`` after every epoch so a killed
-    run resumes where it stopped; it is removed once training ends (``ckpt_dir`` must
-    be this run's own: a step folder left there by another run would be resumed).
+    ``steps ≤ epochs * ceil(train features / batch_size)`` (features = examples, or context
+    windows for span QA; early stopping may end sooner). A checkpoint is written to
+    ``ckpt_dir`` after every epoch so a killed run resumes where it stopped; it is removed once
+    training ends (``ckpt_dir`` must be this run's own: a step folder left there by another
+    run would be resumed).
 
-    Returns {"scores", "predictions" (one per eval example), "train_examples", "train_features",
-    "steps", "train_tokens", "trainable_params", "train_flops" (the encoder's, at the mean
-    feature length; the small head is not counted), "train_loss" (last step's), "resumed_from"
+    Returns {"scores", "predictions" (one per eval example), "best_epoch", "curve"
+    ({"train_loss", "dev"} per epoch), "train_examples", "train_features", "steps",
+    "train_tokens", "trainable_params", "train_flops" (the encoder's, at the mean feature
+    length; the small head is not counted), "train_loss" (last step's), "resumed_from"
     (step; 0 = fresh), "seconds"}.
     """
     started = time.perf_counter()
@@ -202,9 +223,11 @@ def run_finetune(kind: str, metric: str, splits: dict, eval_split: str, model_di
     for split in ("train", eval_split):
         if split not in splits:
             raise ValueError(f"splits: no {split!r} split (have {sorted(splits)})")
-    train_set, eval_set = splits["train"], splits[eval_split]
-    if len(train_set) == 0:
-        raise ValueError("train split is empty: nothing to fine-tune on")
+    train_set, eval_set = splits["train"].select(train_idx), splits[eval_split]
+    dev_set = splits["train"].select(dev_idx)
+    if len(train_set) == 0 or len(dev_set) == 0:
+        raise ValueError(f"need training and dev examples (have {len(train_set)} and "
+                         f"{len(dev_set)}): nothing to fine-tune on")
     model_dir = Path(model_dir)
     config = read_bert_config(model_dir)
     if p.max_seq_len > config.max_position_embeddings:
@@ -215,7 +238,8 @@ def run_finetune(kind: str, metric: str, splits: dict, eval_split: str, model_di
     task = make_task_format(kind, tokenizer, p, train_set)
     task.check_columns(train_set, "train")
     task.check_columns(eval_set, eval_split)
-    train_features, eval_features = task.encode(train_set), task.encode(eval_set)
+    train_features, dev_features = task.encode(train_set), task.encode(dev_set)
+    eval_features = task.encode(eval_set)
 
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     encoder = build_encoder(model_dir, pretrained, seed)
@@ -228,16 +252,24 @@ def run_finetune(kind: str, metric: str, splits: dict, eval_split: str, model_di
     loop_config = LoopConfig(
         steps=p.epochs * batches_per_epoch, lr=p.lr, weight_decay=p.weight_decay,
         warmup_fraction=p.warmup_fraction, schedule="linear", grad_clip=p.grad_clip,
-        checkpoint_every=batches_per_epoch, log_every=max(1, batches_per_epoch // 4), seed=seed)
-    objective = FinetuneObjective(model, task, train_features, eval_features, eval_set, kind,
-                                  metric, p.batch_size, seed, tokenizer.token_to_id("[PAD]"), device)
+        checkpoint_every=batches_per_epoch, eval_every=batches_per_epoch,
+        log_every=max(1, batches_per_epoch // 4), seed=seed)
+    objective = FinetuneObjective(model, task, train_features, dev_features, dev_set, kind,
+                                  metric, p.batch_size, seed, tokenizer.token_to_id("[PAD]"),
+                                  device, patience)
     result = train(objective, loop_config, Path(ckpt_dir), run,
                    desc=f"{'bert-finetune' if pretrained else 'bert-scratch'} {kind}")
     remove_checkpoints(Path(ckpt_dir))
+    objective.selection.restore()
+    model.eval()
+    predictions = objective.predict(eval_features, eval_set)
     mean_length = sum(len(f["input_ids"]) for f in train_features) / len(train_features)
     return {
-        "scores": result.final_eval,
-        "predictions": objective.predictions,
+        "scores": score(kind, metric, eval_set, predictions),
+        "predictions": predictions,
+        "best_epoch": objective.selection.best_epoch,
+        "curve": {"train_loss": epoch_losses(result.curve, batches_per_epoch),
+                  "dev": [round(x, 6) for x in objective.selection.history]},
         "train_examples": len(train_set),
         "train_features": len(train_features),
         "steps": result.steps,

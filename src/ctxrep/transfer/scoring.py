@@ -43,3 +43,29 @@ def score(kind: str, metric: str, dataset, predictions: list) -> dict:
 def primary_key(metric: str) -> str:
     """The key of the headline number in a metric's output."""
     return {"seqeval_f1": "f1", "squad": "f1"}.get(metric, metric)
+
+
+def references(kind: str, dataset) -> list:
+    """The gold answers of ``dataset`` in the form predictions are saved in (see ``readable``)."""
+    if kind in ("classification", "pair_classification", "word_in_context"):
+        return list(dataset["label"])
+    if kind == "tagging":
+        names = dataset.features["tags"].feature.names
+        return [[names[t] for t in tags] for tags in dataset["tags"]]
+    if kind == "span_qa":
+        return [list(answers["text"]) for answers in dataset["answers"]]
+    raise ValueError(f"unknown task kind {kind!r}")
+
+
+def readable(kind: str, dataset, predictions: list) -> list:
+    """Predictions as saved per seed: label ids, tag names per word, answer texts."""
+    if kind == "tagging":
+        names = dataset.features["tags"].feature.names
+        return [[names[t] for t in tags] for tags in predictions]
+    return list(predictions)
+
+
+def n_classes(kind: str, dataset) -> int | None:
+    if kind in ("classification", "pair_classification", "word_in_context"):
+        return dataset.features["label"].num_classes
+    return None

@@ -1,0 +1,170 @@
+"""Per-example statistics of each metric and paired bootstrap confidence intervals.
+
+Every metric the project reports is a function of *sums* of per-example statistics, which is
+what makes resampling cheap (no metric module is called inside the bootstrap loop):
+
+    accuracy        s_i = [correct_i]                       m = Σ correct / n
+    token_accuracy  s_i = [correct tokens_i, tokens_i]      m = Σ correct / Σ tokens
+    entity_f1       s_i = [tp_i, fp_i, fn_i] (entities)     m = 2 tp / (2 tp + fp + fn)
+    macro_f1        s_i = [tp_ic, fp_ic, fn_ic] per class   m = mean over classes seen of F1_c
+    squad_f1 / _em  s_i = [f1_i] / [em_i] (best gold)       m = Σ / n
+
+``STATISTIC`` maps a metric module's output key to its statistic.
+
+A paired comparison of methods A and B on the same evaluation examples and the same seeds is
+
+    Δ = mean_seeds m(A, seed) − mean_seeds m(B, seed)
+
+and its 95 % interval comes from a two-level bootstrap: each replicate resamples the
+evaluation examples with replacement (the same indices for every run) and the seeds with
+replacement (the same seed picks for both methods when they ran the same number of seeds:
+seed s of A is paired with seed s of B), then recomputes Δ. The percentile interval of the replicates is the
+CI; a claim whose CI spans 0 is inconclusive.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+
+BOOTSTRAP_SEED = 20_260_101
+
+# (metric module, key of its output) → the per-example statistic that sums to it
+STATISTIC = {("accuracy", "accuracy"): "accuracy", ("macro_f1", "macro_f1"): "macro_f1",
+             ("token_accuracy", "token_accuracy"): "token_accuracy",
+             ("seqeval_f1", "f1"): "entity_f1", ("squad", "f1"): "squad_f1",
+             ("squad", "exact_match"): "squad_em"}
+
+
+def _squad_module():
+    from ctxrep.metrics import metric_path
+
+    spec = importlib.util.spec_from_file_location("ctxrep_squad_metric", metric_path("squad"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_squad = cache(_squad_module)
+
+
+def example_stats(metric: str, predictions: list, references: list,
+                  n_classes: int | None = None) -> np.ndarray:
+    """(n_examples, k) statistics of ``metric`` (a value of ``STATISTIC``).
+
+    Predictions and references are as the transfer writes them: label ids (classification),
+    lists of tag names (tagging), answer texts and lists of gold texts (span QA).
+    """
+    if len(predictions) != len(references):
+        raise ValueError(f"{len(predictions)} predictions for {len(references)} references")
+    if metric == "accuracy":
+        return np.array([[float(p == r)] for p, r in zip(predictions, references)]).reshape(-1, 1)
+    if metric == "token_accuracy":
+        return np.array([[sum(a == b for a, b in zip(p, r)), len(r)]
+                         for p, r in zip(predictions, references)], dtype=float).reshape(-1, 2)
+    if metric == "entity_f1":
+        from seqeval.metrics.sequence_labeling import get_entities
+
+        rows = []
+        for p, r in zip(predictions, references):
+            pe, re_ = set(get_entities(list(p))), set(get_entities(list(r)))
+            rows.append([len(pe & re_), len(pe - re_), len(re_ - pe)])
+        return np.array(rows, dtype=float).reshape(-1, 3)
+    if metric == "macro_f1":
+        n_classes = n_classes or 1 + max([*predictions, *references], default=0)
+        out = np.zeros((len(predictions), 3 * n_classes))
+        for i, (p, r) in enumerate(zip(predictions, references)):
+            if p == r:
+                out[i, 3 * r] = 1  # tp of class r
+            else:
+                out[i, 3 * p + 1] = 1  # fp of class p
+                out[i, 3 * r + 2] = 1  # fn of class r
+        return out
+    if metric in ("squad_f1", "squad_em"):  # predicted text vs gold texts
+        squad = _squad()
+        fn = squad.token_f1 if metric == "squad_f1" else squad.exact_match
+        return np.array([[max(fn(p, g) for g in golds)] for p, golds in zip(predictions, references)],
+                        dtype=float).reshape(-1, 1)
+    raise ValueError(f"no per-example statistics for metric {metric!r}")
+
+
+def metric_from_sums(metric: str, sums: np.ndarray, n: int | np.ndarray) -> np.ndarray:
+    """The metric from summed statistics; ``sums`` (..., k), ``n`` the number of examples."""
+    if metric in ("accuracy", "squad_f1", "squad_em"):
+        return sums[..., 0] / n
+    if metric == "token_accuracy":
+        return sums[..., 0] / np.maximum(sums[..., 1], 1)
+    if metric == "entity_f1":
+        tp, fp, fn = sums[..., 0], sums[..., 1], sums[..., 2]
+        return np.where(2 * tp + fp + fn > 0, 2 * tp / np.maximum(2 * tp + fp + fn, 1), 0.0)
+    if metric == "macro_f1":
+        tp, fp, fn = sums[..., 0::3], sums[..., 1::3], sums[..., 2::3]
+        denominator = 2 * tp + fp + fn
+        seen = denominator > 0
+        f1 = np.where(seen, 2 * tp / np.maximum(denominator, 1), 0.0)
+        return f1.sum(-1) / np.maximum(seen.sum(-1), 1)
+    raise ValueError(f"unknown metric {metric!r}")
+
+
+def metric_value(metric: str, stats: np.ndarray) -> float:
+    return float(metric_from_sums(metric, stats.sum(0), len(stats)))
+
+
+@dataclass(frozen=True)
+class Interval:
+    estimate: float
+    low: float
+    high: float
+
+    @property
+    def spans_zero(self) -> bool:
+        return self.low <= 0.0 <= self.high
+
+    def as_dict(self) -> dict:
+        return {"estimate": round(self.estimate, 6), "ci95": [round(self.low, 6), round(self.high, 6)]}
+
+
+def _replicate_means(metric: str, runs: np.ndarray, indices: np.ndarray,
+                     seed_picks: np.ndarray) -> np.ndarray:
+    """runs (S, n, k); indices (B, n); seed_picks (B, S) → (B,) mean over picked seeds."""
+    # Σ over resampled examples, per run: (B, S, k) via counts to avoid a (B, S, n, k) array.
+    counts = np.zeros((indices.shape[0], runs.shape[1]))
+    np.add.at(counts, (np.arange(indices.shape[0])[:, None], indices), 1.0)
+    sums = np.einsum("bn,snk->bsk", counts, runs)                    # (B, S, k)
+    values = metric_from_sums(metric, sums, runs.shape[1])          # (B, S)
+    return np.take_along_axis(values, seed_picks, axis=1).mean(1)
+
+
+def bootstrap_mean(metric: str, runs: list[np.ndarray], n_resamples: int = 1000,
+                   seed: int = BOOTSTRAP_SEED) -> Interval:
+    """95 % CI of the seed-mean metric of one method; ``runs`` one stats array per seed."""
+    stacked = np.stack(runs)
+    rng = np.random.default_rng(seed)
+    indices = rng.integers(0, stacked.shape[1], size=(n_resamples, stacked.shape[1]))
+    picks = rng.integers(0, len(runs), size=(n_resamples, len(runs)))
+    values = _replicate_means(metric, stacked, indices, picks)
+    point = float(np.mean([metric_value(metric, r) for r in runs]))
+    low, high = np.percentile(values, [2.5, 97.5])
+    return Interval(point, float(low), float(high))
+
+
+def paired_difference(metric: str, runs_a: list[np.ndarray], runs_b: list[np.ndarray],
+                      n_resamples: int = 1000, seed: int = BOOTSTRAP_SEED) -> Interval:
+    """95 % CI of mean_seeds m(A) − mean_seeds m(B), resampling the same examples for both."""
+    a, b = np.stack(runs_a), np.stack(runs_b)
+    if a.shape[1] != b.shape[1]:
+        raise ValueError(f"paired runs need the same examples ({a.shape[1]} vs {b.shape[1]})")
+    rng = np.random.default_rng(seed)
+    indices = rng.integers(0, a.shape[1], size=(n_resamples, a.shape[1]))
+    picks_a = rng.integers(0, len(runs_a), size=(n_resamples, len(runs_a)))
+    picks_b = picks_a if len(runs_b) == len(runs_a) else \
+        rng.integers(0, len(runs_b), size=(n_resamples, len(runs_b)))
+    values = (_replicate_means(metric, a, indices, picks_a)
+              - _replicate_means(metric, b, indices, picks_b))
+    point = (float(np.mean([metric_value(metric, r) for r in runs_a]))
+             - float(np.mean([metric_value(metric, r) for r in runs_b])))
+    low, high = np.percentile(values, [2.5, 97.5])
+    return Interval(point, float(low), float(high))

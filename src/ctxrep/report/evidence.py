@@ -1,0 +1,137 @@
+"""The report's evidence: every cell beside its baselines, with a bootstrap CI, and the papers'
+claims judged from paired CIs (see :mod:`ctxrep.analysis`).
+
+Statistics are computed from the per-example predictions each cell saved, so the CIs cover the
+evaluation examples (resampled) and the seeds (resampled); a cell without prediction files
+gets no CI and no claim rests on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ctxrep.analysis.bootstrap import STATISTIC, Interval, bootstrap_mean, example_stats
+from ctxrep.analysis.claims import Judgement, judge_all
+from ctxrep.report.inputs import ReportInputs
+from ctxrep.report.tables import MISSING, markdown_table, percent_scale
+
+# the order of the "every method beside its baselines" table
+BASELINE_ORDER = ("majority", "lookup", "tfidf-lr", "window")
+CONTROLS = ("elmo-random", "bert-random", "bert-scratch")
+
+
+@dataclass
+class Evidence:
+    statistic: dict[str, str] = field(default_factory=dict)        # task -> statistic name
+    runs: dict[str, dict[str, list[np.ndarray]]] = field(default_factory=dict)
+    intervals: dict[str, dict[str, Interval]] = field(default_factory=dict)
+    judgements: list[Judgement] = field(default_factory=list)
+
+
+def task_metric(inputs: ReportInputs, task: str) -> tuple[str, str] | None:
+    """(metric module, primary key) of ``task``, from its cells or its baselines record."""
+    cells = inputs.transfer.get(task, {})
+    if cells:
+        cell = next(iter(cells.values()))
+        return cell.metric, cell.primary
+    record = inputs.baselines.get(task)
+    return (record["metric"], record["primary"]) if record else None
+
+
+def gather(inputs: ReportInputs) -> Evidence:
+    evidence = Evidence()
+    for task, methods in inputs.predictions.items():
+        metric = task_metric(inputs, task)
+        statistic = STATISTIC.get(metric) if metric else None
+        if statistic is None:
+            continue
+        evidence.statistic[task] = statistic
+        evidence.runs[task] = {m: [example_stats(statistic, p.predictions, p.references)
+                                   for p in seeds] for m, seeds in methods.items()}
+        evidence.intervals[task] = {m: bootstrap_mean(statistic, runs)
+                                    for m, runs in evidence.runs[task].items()}
+    evidence.judgements = judge_all(evidence.runs, evidence.statistic)
+    return evidence
+
+
+def _pct(value: float, scale: float) -> str:
+    return f"{value * scale:.1f}"
+
+
+def _ci(interval: Interval | None, scale: float) -> str:
+    return MISSING if interval is None else \
+        f"[{_pct(interval.low, scale)}, {_pct(interval.high, scale)}]"
+
+
+def baselines_section(inputs: ReportInputs, evidence: Evidence) -> str:
+    """Per task: every baseline, method and control, best first within each group."""
+    parts = ["## Every method beside its baselines", "",
+             "Per task, the trivial baselines (fitted on the same training examples, scored on "
+             "the same evaluation examples), then every method, then the random-init controls. "
+             "Score: mean over seeds, in percent; 95 % CI: bootstrap over evaluation examples "
+             "and seeds. ⚠ degenerate: a seed predicted one label for every example. "
+             "A method at or below `majority`, or below `lookup` on a tagging task, has "
+             "learned less than word frequencies."]
+    for task in inputs.tasks:
+        cells = inputs.transfer.get(task, {})
+        record = inputs.baselines.get(task, {})
+        if not cells and not record:
+            continue
+        metric = task_metric(inputs, task)
+        scale = percent_scale(metric[0]) if metric else 100.0
+        intervals = evidence.intervals.get(task, {})
+        rows = []
+        for name in BASELINE_ORDER:
+            if name in record.get("baselines", {}):
+                value = record["baselines"][name][record["primary"]]
+                rows.append([f"baseline: {name}", _pct(value, scale), "—",
+                             _ci(intervals.get(name), scale), ""])
+        ordered = sorted((m for m in cells if m not in CONTROLS), key=lambda m: -cells[m].mean)
+        ordered += [m for m in CONTROLS if m in cells]
+        for method in ordered:
+            cell = cells[method]
+            flag = "⚠ degenerate" if any(cell.degenerate) else ""
+            rows.append([method, f"{_pct(cell.mean, scale)} ± {_pct(cell.std, scale)}",
+                         str(cell.n_seeds), _ci(intervals.get(method), scale), flag])
+        parts += ["", f"### {task} ({metric[1] if metric else MISSING})", "",
+                  markdown_table(["method", "score", "seeds", "95 % CI", ""], rows)]
+    return "\n".join(parts)
+
+
+def claims_section(evidence: Evidence, inputs: ReportInputs) -> str:
+    parts = ["## The papers' claims, judged", "",
+             "Each row: a published claim, the paired difference Δ = better − worse (seed means "
+             "on the same evaluation examples, in points), its 95 % bootstrap CI, and the "
+             "verdict read off the CI: *reproduced* (CI above 0), *contradicted* (below 0), "
+             "*inconclusive* (spans 0)."]
+    if not evidence.judgements:
+        return "\n".join(parts + ["", "_No claim can be judged yet: the cells it compares, or "
+                                      "their saved predictions, are missing._"])
+    rows = []
+    for j in evidence.judgements:
+        metric = task_metric(inputs, j.task)
+        scale = percent_scale(metric[0]) if metric else 100.0
+        rows.append([j.claim.statement, j.claim.source, j.task,
+                     f"{j.claim.better} − {j.claim.worse}",
+                     f"{j.difference.estimate * scale:+.1f}", _ci(j.difference, scale),
+                     f"**{j.verdict}**"])
+    counts = {v: sum(j.verdict == v for j in evidence.judgements)
+              for v in ("reproduced", "contradicted", "inconclusive")}
+    parts += ["", markdown_table(["claim", "source", "task", "comparison", "Δ", "95 % CI",
+                                  "verdict"], rows),
+              "", ", ".join(f"{n} {v}" for v, n in counts.items()) + "."]
+    return "\n".join(parts)
+
+
+def summary_extras(inputs: ReportInputs, evidence: Evidence) -> dict:
+    """What summary.json adds to the cells: baselines, CIs, degenerate flags, claims."""
+    return {
+        "baselines": {task: {name: scores[record["primary"]]
+                             for name, scores in sorted(record["baselines"].items())}
+                      for task, record in sorted(inputs.baselines.items())},
+        "ci95": {task: {m: [round(i.low, 4), round(i.high, 4)] for m, i in sorted(cis.items())}
+                 for task, cis in sorted(evidence.intervals.items())},
+        "claims": [j.as_dict() for j in evidence.judgements],
+    }

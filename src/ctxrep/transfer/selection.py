@@ -1,0 +1,73 @@
+"""Model selection on a development split carved from the training data.
+
+The evaluation split is never seen during training or selection: a task model is scored on
+``dev`` after every epoch, the weights of its best epoch are kept, and training stops once
+``patience`` epochs in a row have not improved on the best. Then the best weights are restored
+and the evaluation split is predicted once.
+
+The selector's state (best score, best weights, the dev curve) travels in the loop's
+checkpoints, so a resumed run selects exactly what an uninterrupted one would.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+DEV_SEED = 4_321  # fixed: every method and baseline of a task carves the same dev examples
+
+
+def train_dev_indices(n_train: int, dev_fraction: float) -> tuple[list[int], list[int]]:
+    """Split range(n_train) into (train, dev) index lists, both sorted; dev gets
+    ``round(dev_fraction · n)`` examples (at least 1 when the fraction is positive)."""
+    if not 0.0 <= dev_fraction < 1.0:
+        raise ValueError(f"dev_fraction must be in [0, 1), got {dev_fraction}")
+    n_dev = max(1, round(dev_fraction * n_train)) if dev_fraction > 0 else 0
+    if n_dev >= n_train:
+        raise ValueError(f"{n_train} training examples cannot spare {n_dev} for a dev split")
+    order = np.random.default_rng(DEV_SEED).permutation(n_train)
+    return sorted(order[n_dev:].tolist()), sorted(order[:n_dev].tolist())
+
+
+class BestOnDev:
+    """Keeps the weights of the epoch with the best dev score (higher is better)."""
+
+    def __init__(self, model, primary: str, patience: int):
+        self.model, self.primary, self.patience = model, primary, patience
+        self.best_score = float("-inf")
+        self.best_epoch = 0
+        self.best_state = None
+        self.history: list[float] = []   # dev score after each epoch
+
+    def update(self, scores: dict) -> None:
+        score = float(scores[self.primary])
+        self.history.append(score)
+        if score > self.best_score:
+            self.best_score, self.best_epoch = score, len(self.history)
+            self.best_state = copy.deepcopy(self.model.state_dict())
+
+    @property
+    def should_stop(self) -> bool:
+        return self.patience > 0 and len(self.history) - self.best_epoch >= self.patience
+
+    def restore(self) -> None:
+        if self.best_state is not None:
+            self.model.load_state_dict(self.best_state)
+
+    # -- checkpointed with the loop's state
+
+    def state_dict(self) -> dict:
+        return {"best_score": self.best_score, "best_epoch": self.best_epoch,
+                "best_state": self.best_state, "history": list(self.history)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.best_score, self.best_epoch = state["best_score"], state["best_epoch"]
+        self.best_state, self.history = state["best_state"], list(state["history"])
+
+
+def epoch_losses(curve: list, steps_per_epoch: int) -> list[float]:
+    """Mean training loss of each epoch from the loop's per-step curve."""
+    losses = [row[1] for row in curve]
+    return [round(float(np.mean(losses[i:i + steps_per_epoch])), 6)
+            for i in range(0, len(losses), steps_per_epoch)]

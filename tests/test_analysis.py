@@ -1,0 +1,143 @@
+"""Baselines, per-example statistics, bootstrap CIs and claim verdicts, on hand-computed cases."""
+
+import datasets
+import numpy as np
+import pytest
+
+from ctxrep.analysis import baselines as B
+from ctxrep.analysis.bootstrap import (Interval, bootstrap_mean, example_stats, metric_value,
+                                       paired_difference)
+from ctxrep.analysis.claims import Claim, judge_all, verdict
+from ctxrep.data import schemas
+from ctxrep.metrics import compute
+
+# ---------------------------------------------------------------------------------------------
+# Baselines
+
+
+def test_majority_breaks_ties_toward_the_first_label():
+    assert B.majority([2, 1, 2, 1, 0], 3) == [1, 1, 1]   # 1 and 2 tie (two each): 1 wins
+    assert B.majority([0, 2, 2], 2) == [2, 2]
+
+
+def test_lookup_tags_each_word_with_its_most_frequent_tag():
+    train_tokens = [["the", "dog", "runs"], ["the", "runs", "runs"], ["a", "dog"]]
+    train_tags = [[0, 1, 2], [0, 1, 2], [0, 1]]
+    # "runs": tag 2 twice, tag 1 once → 2; "dog": 1; unseen "cat" → the most frequent tag
+    # overall (0: 3 times, 1: 3 times, 2: 2 times → tie → 0).
+    assert B.lookup_tags(train_tokens, train_tags, [["the", "cat", "runs", "dog"]]) == [[0, 0, 2, 1]]
+    assert B.majority_tags(train_tags, [["x", "y"]]) == [[0, 0]]
+
+
+def test_tfidf_lr_separates_a_vocabulary_split_and_reads_pairs_side_by_side():
+    train = ["good fine great", "great good", "bad awful poor", "poor bad"] * 3
+    labels = [1, 1, 0, 0] * 3
+    assert B.tfidf_lr(train, labels, ["good great", "awful poor"]) == [1, 0]
+    # pairs: the label depends on which side a word is on, so only side-by-side features see it
+    pairs = [("red", "blue"), ("blue", "red")] * 6
+    assert B.tfidf_lr(pairs, [1, 0] * 6, [("red", "blue"), ("blue", "red")]) == [1, 0]
+    assert B.tfidf_lr(["a", "b"], [1, 1], ["c"]) == [1]   # one class: majority, no fit
+
+
+def test_overlap_window_picks_the_span_next_to_the_question_words():
+    context = "Paris is the capital of France . Berlin is in Germany ."
+    # question words near "Paris": capital, france; the span avoids the question's own words
+    assert B.overlap_window("What is the capital of France ?", context) == "Paris"
+
+
+def test_predict_all_gives_each_kind_its_baselines():
+    tagging = datasets.Dataset.from_dict({"tokens": [["a", "b"], ["b"]], "tags": [[0, 1], [1]]},
+                                         features=schemas.tagging(["X", "Y"]))
+    assert B.predict_all("tagging", tagging, tagging) == {"majority": [[1, 1], [1]],
+                                                          "lookup": [[0, 1], [1]]}
+    sentences = datasets.Dataset.from_dict({"text": ["good", "bad", "good", "bad"],
+                                            "label": [1, 0, 1, 0]},
+                                           features=schemas.classification(["n", "p"]))
+    out = B.predict_all("classification", sentences, sentences)
+    assert out["majority"] == [0, 0, 0, 0] and out["tfidf-lr"] == [1, 0, 1, 0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-example statistics sum to the metric modules' values
+
+
+def test_statistics_reproduce_the_metric_modules():
+    rng = np.random.default_rng(0)
+    preds, refs = rng.integers(0, 3, 200).tolist(), rng.integers(0, 3, 200).tolist()
+    assert metric_value("accuracy", example_stats("accuracy", preds, refs)) == pytest.approx(
+        compute("accuracy", predictions=preds, references=refs)["accuracy"])
+    assert metric_value("macro_f1", example_stats("macro_f1", preds, refs)) == pytest.approx(
+        compute("macro_f1", predictions=preds, references=refs)["macro_f1"])
+    tags = ["O", "B-PER", "I-PER", "B-LOC"]
+    ref_tags = [[tags[t] for t in rng.integers(0, 4, 6)] for _ in range(50)]
+    pred_tags = [[tags[t] for t in rng.integers(0, 4, 6)] for _ in range(50)]
+    assert metric_value("entity_f1", example_stats("entity_f1", pred_tags, ref_tags)) == \
+        pytest.approx(compute("seqeval_f1", predictions=pred_tags, references=ref_tags)["f1"])
+    assert metric_value("token_accuracy", example_stats("token_accuracy", pred_tags, ref_tags)) \
+        == pytest.approx(compute("token_accuracy", predictions=pred_tags,
+                                 references=ref_tags)["token_accuracy"])
+
+
+def test_squad_statistics_take_the_best_gold_answer():
+    stats = example_stats("squad_f1", ["the cat", "dog"], [["a cat", "cat"], ["bird"]])
+    assert stats[:, 0].tolist() == [1.0, 0.0]  # "the cat" normalises to "cat"
+    assert metric_value("squad_em", example_stats("squad_em", ["Cat!"], [["cat"]])) == 1.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Bootstrap CIs
+
+
+def test_bootstrap_ci_of_a_proportion_matches_the_normal_approximation():
+    """n Bernoulli(p) outcomes: the 95 % CI is p̂ ± 1.96·sqrt(p̂(1−p̂)/n) to within a few %."""
+    n, p = 4000, 0.7
+    correct = (np.random.default_rng(1).random(n) < p).astype(float)[:, None]
+    ci = bootstrap_mean("accuracy", [correct], n_resamples=2000)
+    p_hat = correct.mean()
+    half = 1.96 * np.sqrt(p_hat * (1 - p_hat) / n)
+    assert ci.estimate == pytest.approx(p_hat)
+    assert ci.low == pytest.approx(p_hat - half, abs=0.15 * half)
+    assert ci.high == pytest.approx(p_hat + half, abs=0.15 * half)
+
+
+def test_paired_difference_of_identical_runs_is_exactly_zero():
+    runs = [(np.random.default_rng(s).random(300) < 0.6).astype(float)[:, None] for s in range(3)]
+    ci = paired_difference("accuracy", runs, runs)
+    assert (ci.estimate, ci.low, ci.high) == (0.0, 0.0, 0.0)
+
+
+def test_paired_difference_sees_a_small_consistent_gain_that_unpaired_noise_would_hide():
+    """B is A with 3 % of its errors fixed: the pairing makes the CI exclude 0."""
+    rng = np.random.default_rng(2)
+    a = (rng.random(2000) < 0.6).astype(float)
+    b = a.copy()
+    fixed = rng.choice(np.flatnonzero(a == 0), size=int(0.03 * 2000), replace=False)
+    b[fixed] = 1.0
+    ci = paired_difference("accuracy", [b[:, None]], [a[:, None]])
+    assert ci.estimate == pytest.approx(0.03)
+    assert 0 < ci.low < 0.03 < ci.high
+
+
+def test_seed_resampling_widens_the_interval_when_seeds_disagree():
+    rng = np.random.default_rng(3)
+    base = (rng.random(1000) < 0.5).astype(float)[:, None]
+    agreeing = [base, base, base]
+    disagreeing = [(rng.random(1000) < q).astype(float)[:, None] for q in (0.4, 0.5, 0.6)]
+    narrow = bootstrap_mean("accuracy", agreeing)
+    wide = bootstrap_mean("accuracy", disagreeing)
+    assert (wide.high - wide.low) > 1.5 * (narrow.high - narrow.low)
+
+
+def test_verdicts_are_read_off_the_interval():
+    assert verdict(Interval(0.02, 0.01, 0.03)) == "reproduced"
+    assert verdict(Interval(-0.02, -0.03, -0.01)) == "contradicted"
+    assert verdict(Interval(0.02, -0.01, 0.05)) == "inconclusive"
+
+
+def test_claims_are_judged_only_where_both_methods_ran():
+    good = np.ones((100, 1))
+    bad = np.zeros((100, 1))
+    claims = (Claim("a", "b", "a beats b", "test"), Claim("a", "c", "a beats c", "test"),
+              Claim("a", "b", "only on t2", "test", tasks=("t2",)))
+    out = judge_all({"t1": {"a": [good], "b": [bad]}}, {"t1": "accuracy"}, claims)
+    assert [(j.claim.worse, j.task, j.verdict) for j in out] == [("b", "t1", "reproduced")]
