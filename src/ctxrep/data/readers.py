@@ -13,9 +13,9 @@ import json
 import random
 import re
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from ctxrep.errors import InputError
 
@@ -298,7 +298,7 @@ def split_articles(articles: list[list[dict]], train_fraction: float, seed: int)
     order = list(range(len(articles)))
     random.Random(seed).shuffle(order)
     n_train = max(1, min(len(order) - 1, round(train_fraction * len(order))))
-    pick = lambda idx: [row for i in sorted(idx) for row in articles[i]]  # noqa: E731
+    pick = lambda idx: [row for i in sorted(idx) for row in articles[i]]
     return pick(order[:n_train]), pick(order[n_train:])
 
 
