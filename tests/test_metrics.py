@@ -2,6 +2,7 @@
 
 import importlib.util
 import socket
+import warnings
 
 import pytest
 
@@ -68,6 +69,99 @@ def test_macro_f1_explicit_labels_include_absent_class():
 
 def test_macro_f1_perfect_is_one():
     assert compute("macro_f1", ["a", "b", "c"], ["a", "b", "c"])["macro_f1"] == approx(1.0)
+
+
+# --- GLUE: binary F1, Matthews correlation -----------------------------------
+
+# refs  1 1 1 0 0 0 0
+# preds 1 1 0 1 0 0 0
+# class 1: TP=2 (i=0,1), FP=1 (i=3), FN=1 (i=2), TN=3 (i=4,5,6)
+GLUE_REFS = [1, 1, 1, 0, 0, 0, 0]
+GLUE_PREDS = [1, 1, 0, 1, 0, 0, 0]
+
+
+def _quietly(name, predictions, references):
+    """``compute`` with every warning raised as an error (the module is loaded first, outside)."""
+    compute(name, GLUE_PREDS, GLUE_REFS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        return compute(name, predictions, references)
+
+
+def test_binary_f1_is_the_f1_of_class_1():
+    # F1 = 2*TP / (2*TP + FP + FN) = 4 / (4 + 1 + 1) = 2/3
+    # (class 0 would give TP=3, FP=1, FN=1 -> 6/8 = 0.75; accuracy is 5/7)
+    assert compute("binary_f1", GLUE_PREDS, GLUE_REFS) == {"binary_f1": approx(2 / 3)}
+
+
+def test_binary_f1_without_positive_predictions_is_zero_and_silent():
+    # TP = FP = 0, FN = 2 -> precision 0/0; F1 = 2*0 / (0 + 0 + 2) = 0
+    assert _quietly("binary_f1", [0, 0, 0], [1, 0, 1]) == {"binary_f1": 0.0}
+    # nothing positive anywhere: 0/0 throughout, still 0.0
+    assert _quietly("binary_f1", [0, 0], [0, 0]) == {"binary_f1": 0.0}
+
+
+def test_binary_f1_rejects_labels_other_than_0_and_1():
+    with pytest.raises(ValueError, match=r"labels must be 0 or 1, got \[2\]"):
+        compute("binary_f1", [0, 2], [0, 1])
+
+
+def test_matthews_correlation():
+    # (TP*TN - FP*FN) / sqrt((TP+FP)(TP+FN)(TN+FP)(TN+FN))
+    # = (2*3 - 1*1) / sqrt(3 * 3 * 4 * 4) = 5 / 12 = 0.41666...
+    assert compute("matthews_correlation", GLUE_PREDS, GLUE_REFS) == {"matthews_correlation": approx(5 / 12)}
+
+
+def test_matthews_correlation_of_inverted_predictions_is_minus_one():
+    # TP = TN = 0, FP = 1, FN = 2: (0 - 2) / sqrt(1 * 2 * 1 * 2) = -2 / 2 = -1
+    assert compute("matthews_correlation", [0, 1, 0], [1, 0, 1]) == {"matthews_correlation": approx(-1.0)}
+
+
+def test_matthews_correlation_of_a_constant_prediction_is_zero():
+    # all predicted 1: TN = FN = 0, so the factor (TN + FN) = 0 -> 0 / 0, defined as 0.0
+    assert _quietly("matthews_correlation", [1, 1, 1, 1], [1, 0, 1, 0]) == {"matthews_correlation": 0.0}
+
+
+# --- regression: Pearson and Spearman ------------------------------------------
+
+
+def test_pearson_spearman_hand_case():
+    # x = 1 2 3 10 (mean 4), y = 1 2 3 4 (mean 2.5)
+    # x - 4   = -3   -2   -1   6     sum sq = 9 + 4 + 1 + 36 = 50
+    # y - 2.5 = -1.5 -0.5  0.5 1.5   sum sq = 2.25 + 0.25 + 0.25 + 2.25 = 5
+    # products: 4.5 + 1 - 0.5 + 9 = 14 -> pearson = 14 / sqrt(50 * 5) = 14 / sqrt(250) = 0.88543...
+    # ranks agree exactly (1 2 3 4 both) -> spearman = 1
+    out = compute("pearson_spearman", [1.0, 2.0, 3.0, 10.0], [1.0, 2.0, 3.0, 4.0])
+    assert out == {"pearson": approx(14 / 250**0.5), "spearman": approx(1.0)}
+
+
+def test_spearman_ties_share_the_mean_rank():
+    # x = 0.5 1 1 2 -> ranks 1 2.5 2.5 4 (mean 2.5), deviations -1.5 0 0 1.5, sum sq 4.5
+    # y = 1 2 3 4   -> ranks 1 2 3 4, deviations -1.5 -0.5 0.5 1.5, sum sq 5
+    # products 2.25 + 0 + 0 + 2.25 = 4.5 -> spearman = 4.5 / sqrt(4.5 * 5) = sqrt(0.9) = 0.94868...
+    out = compute("pearson_spearman", [0.5, 1.0, 1.0, 2.0], [1.0, 2.0, 3.0, 4.0])
+    assert out["spearman"] == approx(0.9**0.5)
+
+
+def test_pearson_spearman_of_a_constant_prediction_is_zero():
+    # all predictions 3.0: both correlations are 0/0; the module defines them as 0.0 (no nan, no warning)
+    compute("pearson_spearman", [1.0, 2.0], [1.0, 2.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert compute("pearson_spearman", [3.0, 3.0, 3.0], [1.0, 2.0, 5.0]) == {"pearson": 0.0, "spearman": 0.0}
+        assert compute("pearson_spearman", [1.0, 2.0, 5.0], [4.0, 4.0, 4.0]) == {"pearson": 0.0, "spearman": 0.0}
+
+
+def test_pearson_spearman_rejects_nan():
+    with pytest.raises(ValueError, match=r"predictions\[1\] is nan"):
+        compute("pearson_spearman", [1.0, float("nan")], [1.0, 2.0])
+
+
+def test_glue_metrics_return_plain_floats():
+    for name, preds, refs in [("binary_f1", GLUE_PREDS, GLUE_REFS),
+                              ("matthews_correlation", GLUE_PREDS, GLUE_REFS),
+                              ("pearson_spearman", [1.0, 2.0, 4.0], [1.0, 3.0, 2.0])]:
+        assert all(type(v) is float for v in compute(name, preds, refs).values()), name
 
 
 # --- seqeval F1 (entity level, CoNLL) ----------------------------------------

@@ -125,3 +125,140 @@ def test_glue_style_tsv_pair_reader(tmp_path):
     path.write_text("index\tsentence1\tsentence2\tlabel\n0\ta\tb\tmaybe\n")
     with pytest.raises(R.DataError, match=r"train.tsv:2: label 'maybe'"):
         list(R.tsv_pair(path, R.ReadStats(), "sentence1", "sentence2", "label", ["yes", "no"]))
+
+
+# --- byte-order mark and CRLF line ends ------------------------------------------------------
+
+BOM = "\ufeff"  # encodes to b"\xef\xbb\xbf" in UTF-8
+
+
+def _write_bom_crlf(path, text: str) -> None:
+    """``text`` (LF line ends) as a UTF-8 file that opens with a BOM and ends lines with CRLF."""
+    data = (BOM + text.replace("\n", "\r\n")).encode("utf-8")
+    if path.suffix == ".gz":
+        data = gzip.compress(data)
+    path.write_bytes(data)
+
+
+def _write_plain(path, text: str) -> None:
+    data = text.encode("utf-8")
+    path.write_bytes(gzip.compress(data) if path.suffix == ".gz" else data)
+
+
+_CONLLU = "# c\n1\tI\tI\tPRON\t_\t_\t2\tnsubj\t_\t_\n2\tsee\tsee\tVERB\t_\t_\t0\troot\t_\t_\n\n"
+_SQUAD = json.dumps({"data": [{"title": "T", "paragraphs": [{"context": "Denver won in 2016.", "qas": [
+    {"id": "q1", "question": "When?", "answers": [{"text": "2016", "answer_start": 14}]}]}]}]}, indent=1)
+
+# name -> (file name, LF text, read(path) -> rows); the first line of each is one the reader parses
+FORMATS = {
+    "wikiextractor": ("wiki_00.txt.gz", '<doc id="7" url="u" title="Play">\nPlay\nFirst para.\n</doc>\n',
+                      lambda p: list(R.wikiextractor_docs([p], R.ReadStats()))),
+    "wikitext": ("wiki.train.tokens", " = Play = \n\n A play . \n",
+                 lambda p: list(R.wikitext_docs([p], R.ReadStats()))),
+    "sst": ("stsa.binary.train", "1 a good film\n0 a bad one\n", lambda p: list(R.sst(p, R.ReadStats(), 2))),
+    "conll2003": ("train.txt", "EU NNP B-NP B-ORG\nrejects VBZ B-VP O\n\nPeter NNP B-NP B-PER\n",
+                  lambda p: list(R.conll2003(p, R.ReadStats()))),
+    "conllu": ("x.conllu", _CONLLU.removeprefix("# c\n"), lambda p: list(R.conllu_upos(p, R.ReadStats()))),
+    "conllu-comment-first": ("y.conllu", _CONLLU, lambda p: list(R.conllu_upos(p, R.ReadStats()))),
+    "sick": ("SICK_train.txt", ("pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment\n"
+                                "1\tA dog runs.\tA dog moves.\t4.5\tENTAILMENT\n"),
+             lambda p: list(R.sick(p, R.ReadStats()))),
+    "squad": ("dev-v1.1.json", _SQUAD, lambda p: R.squad_articles(p, R.ReadStats())),
+    "tsv_pair": ("train.tsv", "index\tsentence1\tsentence2\tlabel\n0\tA man runs.\tA person moves.\tyes\n",
+                 lambda p: list(R.tsv_pair(p, R.ReadStats(), "sentence1", "sentence2", "label",
+                                           ["no", "yes"]))),
+    "tsv_headerless": ("in_domain_train.tsv", "gj04\t1\t\tOur friends won't buy it.\n",
+                       lambda p: list(R.tsv_headerless(p, R.ReadStats(), 4, text=3, label=1,
+                                                       labels=["0", "1"]))),
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_every_format_reads_the_same_with_bom_and_crlf(tmp_path, fmt):
+    name, text, read = FORMATS[fmt]
+    plain, odd = tmp_path / "plain" / name, tmp_path / "odd" / name
+    plain.parent.mkdir()
+    odd.parent.mkdir()
+    _write_plain(plain, text)
+    _write_bom_crlf(odd, text)
+    expected = read(plain)
+    assert expected  # the fixture itself yields rows
+    assert read(odd) == expected
+
+
+def test_wic_reads_bom_and_crlf(tmp_path):
+    data, gold = tmp_path / "d.txt", tmp_path / "g.txt"
+    _write_bom_crlf(data, "carry\tV\t2-1\tYou must carry your gear .\tSound carries well .\n")
+    _write_bom_crlf(gold, "T\n")
+    (row,) = R.wic(data, gold, R.ReadStats())
+    assert row["word"] == "carry" and row["label"] == 1
+    assert row["sentence2"][row["start2"]:row["end2"]] == "carries"
+
+
+# GLUE MRPC (msr_paraphrase_train.txt / train.tsv): a header row, Quality 1 = paraphrase
+MRPC = ("Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
+        "1\t702876\t702977\tAmrozi accused his brother .\tReferring to him , Amrozi accused his brother .\n"
+        "0\t2108705\t2108831\tYucaipa owned Dominick 's .\tYucaipa bought Dominick 's in 1995 .\n")
+
+
+def test_mrpc_tsv_with_bom_and_crlf_reads_through_tsv_pair(tmp_path):
+    path = tmp_path / "msr_paraphrase_train.txt"
+    _write_bom_crlf(path, MRPC)
+    stats = R.ReadStats()
+    rows = list(R.tsv_pair(path, stats, "#1 String", "#2 String", "Quality", ["0", "1"]))
+    assert rows == [
+        {"text": "Amrozi accused his brother .", "text_pair": "Referring to him , Amrozi accused his brother .",
+         "label": 1},
+        {"text": "Yucaipa owned Dominick 's .", "text_pair": "Yucaipa bought Dominick 's in 1995 .", "label": 0},
+    ]
+    assert stats.replaced_lines == 0
+
+
+def test_header_error_lists_the_columns_found(tmp_path):
+    path = tmp_path / "train.tsv"
+    path.write_text(MRPC.replace("Quality", "Qualty", 1))
+    with pytest.raises(R.DataError) as err:
+        list(R.tsv_pair(path, R.ReadStats(), "#1 String", "#2 String", "Quality", ["0", "1"]))
+    assert str(err.value) == (f"{path}:1: header lacks columns ['Quality']; "
+                              "found ['Qualty', '#1 ID', '#2 ID', '#1 String', '#2 String']")
+
+
+def test_header_error_after_bom_names_clean_columns(tmp_path):
+    # a BOM left in place would make the first column '\ufeffQuality' and this a confusing error
+    path = tmp_path / "train.tsv"
+    _write_bom_crlf(path, "Quality\t#1 String\n1\ta\n")
+    with pytest.raises(R.DataError, match=r"lacks columns \['#2 String'\]; found \['Quality', '#1 String'\]$"):
+        list(R.tsv_pair(path, R.ReadStats(), "#1 String", "#2 String", "Quality", ["0", "1"]))
+
+
+# GLUE CoLA in_domain_train.tsv: no header; SOURCE, LABEL, ORIGINAL MARK ('*' or empty), SENTENCE
+COLA = ("gj04\t1\t\tOur friends won't buy this analysis, let alone the next one we propose.\n"
+        "gj04\t0\t*\tThey drank the pub.\n"
+        "\n"
+        "cj99\t1\t\tThe more you eat, the less you want.\n")
+
+
+def test_cola_headerless_tsv_with_bom_and_crlf(tmp_path):
+    path = tmp_path / "in_domain_train.tsv"
+    _write_bom_crlf(path, COLA)
+    rows = list(R.tsv_headerless(path, R.ReadStats(), 4, text=3, label=1, labels=["0", "1"]))
+    assert rows == [
+        {"text": "Our friends won't buy this analysis, let alone the next one we propose.", "label": 1},
+        {"text": "They drank the pub.", "label": 0},
+        {"text": "The more you eat, the less you want.", "label": 1},
+    ]
+
+
+def test_headerless_tsv_pair_columns_and_errors(tmp_path):
+    path = tmp_path / "pairs.tsv"
+    path.write_text("a\tb\tyes\nc\td\tno\n")
+    rows = list(R.tsv_headerless(path, R.ReadStats(), 3, text=0, text_pair=1, label=2, labels=["no", "yes"]))
+    assert rows[0] == {"text": "a", "text_pair": "b", "label": 1}
+    path.write_text("gj04\t1\t\tFine.\ngj04\t0\tOnly three.\n")
+    with pytest.raises(R.DataError, match=r"pairs.tsv:2: expected 4 tab-separated columns, got 3"):
+        list(R.tsv_headerless(path, R.ReadStats(), 4, text=3, label=1, labels=["0", "1"]))
+    path.write_text("gj04\t2\t\tOdd label.\n")
+    with pytest.raises(R.DataError, match=r"pairs.tsv:1: label '2' \(column 1\) is not one of \['0', '1'\]"):
+        list(R.tsv_headerless(path, R.ReadStats(), 4, text=3, label=1, labels=["0", "1"]))
+    with pytest.raises(ValueError, match="column indices"):
+        list(R.tsv_headerless(path, R.ReadStats(), 4, text=4, label=1, labels=["0", "1"]))

@@ -2,7 +2,8 @@
 
 Readers are strict: a malformed line raises :class:`DataError` naming the file and line and what
 was expected. Bytes that are not UTF-8 are replaced (U+FFFD) and counted in a :class:`ReadStats`,
-which the fetch stage records in the manifest.
+which the fetch stage records in the manifest. Every reader goes through :func:`read_lines`, so
+each format tolerates a UTF-8 byte-order mark at the start of a file and CRLF line ends.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ import json
 import random
 import re
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from ctxrep.errors import InputError
 
@@ -42,14 +43,20 @@ class ReadStats:
             return raw.decode("utf-8", errors="replace")
 
 
+_BOM = b"\xef\xbb\xbf"  # the UTF-8 byte-order mark some editors (and GLUE's MRPC files) write
+
+
 def read_lines(path: Path, stats: ReadStats) -> Iterator[tuple[int, str]]:
-    """(1-based line number, line without newline); gzip by suffix; corrupt gzip is a DataError."""
+    """(1-based line number, line without its LF or CRLF end); a UTF-8 byte-order mark opening
+    the file is dropped; gzip by suffix; corrupt gzip is a DataError."""
     if not path.exists():
         raise DataError(path, "file not found")
     opener = gzip.open if path.suffix == ".gz" else open
     try:
         with opener(path, "rb") as f:
             for n, raw in enumerate(f, start=1):
+                if n == 1 and raw.startswith(_BOM):
+                    raw = raw[len(_BOM):]
                 yield n, stats.decode(raw.rstrip(b"\r\n"))
     except (gzip.BadGzipFile, EOFError, zlib.error, OSError) as e:
         if isinstance(e, FileNotFoundError):
@@ -238,7 +245,7 @@ def tsv_rows(path: Path, stats: ReadStats, required: list[str]) -> Iterator[tupl
             header = cols
             missing = [c for c in required if c not in header]
             if missing:
-                raise DataError(path, f"header lacks columns {missing}", n)
+                raise DataError(path, f"header lacks columns {missing}; found {header}", n)
             continue
         if len(cols) != len(header):
             raise DataError(path, f"expected {len(header)} tab-separated columns, got {len(cols)}", n)
@@ -291,7 +298,7 @@ def split_articles(articles: list[list[dict]], train_fraction: float, seed: int)
     order = list(range(len(articles)))
     random.Random(seed).shuffle(order)
     n_train = max(1, min(len(order) - 1, round(train_fraction * len(order))))
-    pick = lambda idx: [row for i in sorted(idx) for row in articles[i]]  # noqa: E731
+    pick = lambda idx: [row for i in sorted(idx) for row in articles[i]]
     return pick(order[:n_train]), pick(order[n_train:])
 
 
@@ -302,3 +309,31 @@ def tsv_pair(path: Path, stats: ReadStats, text: str, text_pair: str, label: str
         if row[label] not in labels:
             raise DataError(path, f"label {row[label]!r} is not one of {labels}", n)
         yield {"text": row[text], "text_pair": row[text_pair], "label": labels.index(row[label])}
+
+
+def tsv_fields(path: Path, stats: ReadStats, n_columns: int) -> Iterator[tuple[int, list[str]]]:
+    """(line number, fields) of a headerless TSV whose every non-blank line has ``n_columns``."""
+    for n, line in read_lines(path, stats):
+        if not line.strip():
+            continue
+        cols = line.split("\t")
+        if len(cols) != n_columns:
+            raise DataError(path, f"expected {n_columns} tab-separated columns, got {len(cols)}", n)
+        yield n, cols
+
+
+def tsv_headerless(path: Path, stats: ReadStats, n_columns: int, text: int, label: int,
+                   labels: list[str], text_pair: int | None = None) -> Iterator[dict]:
+    """A GLUE-style TSV without a header row (CoLA: ``SOURCE LABEL MARK SENTENCE``): a text
+    column, an optional second text column and a label column, by 0-based index."""
+    used = [text, label] + ([] if text_pair is None else [text_pair])
+    if not all(0 <= i < n_columns for i in used):
+        raise ValueError(f"column indices {used} must lie in 0..{n_columns - 1}")
+    for n, cols in tsv_fields(path, stats, n_columns):
+        if cols[label] not in labels:
+            raise DataError(path, f"label {cols[label]!r} (column {label}) is not one of {labels}", n)
+        row = {"text": cols[text]}
+        if text_pair is not None:
+            row["text_pair"] = cols[text_pair]
+        row["label"] = labels.index(cols[label])
+        yield row

@@ -2,7 +2,16 @@
 
 Each metric lives in `metrics/<name>/<name>.py` and is loaded by local path, so
 nothing is fetched from the Hub (which is unreachable here; `evaluate.load("accuracy")`
-would fail). Metrics: accuracy, macro_f1, seqeval_f1, token_accuracy, squad.
+would fail). Metrics, the keys they return, and where they are the official number:
+
+    accuracy              accuracy                        SST, WiC, SICK-E, MRPC/QQP (beside F1)
+    macro_f1              macro_f1, per_class_f1          secondary for classification
+    binary_f1             binary_f1 (F1 of class 1)       MRPC, QQP
+    matthews_correlation  matthews_correlation            CoLA
+    pearson_spearman      pearson, spearman               STS-B, SICK-R (float scores)
+    seqeval_f1            f1, precision, recall, ...      CoNLL-2003 NER
+    token_accuracy        token_accuracy, num_tokens      UD POS
+    squad                 exact_match, f1 (percent)       SQuAD v1.1
 
     >>> from ctxrep.metrics import compute
     >>> compute("accuracy", [0, 1, 1], [0, 1, 0])
@@ -20,7 +29,8 @@ from typing import Any
 # Hub lookup inside `evaluate` fail fast instead of waiting on a connection.
 os.environ.setdefault("HF_EVALUATE_OFFLINE", "1")
 
-METRIC_NAMES = ("accuracy", "macro_f1", "seqeval_f1", "token_accuracy", "squad")
+METRIC_NAMES = ("accuracy", "macro_f1", "binary_f1", "matthews_correlation", "pearson_spearman",
+                "seqeval_f1", "token_accuracy", "squad")
 
 
 def metric_path(name: str) -> Path:
