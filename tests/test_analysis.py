@@ -68,6 +68,11 @@ def test_statistics_reproduce_the_metric_modules():
         compute("accuracy", predictions=preds, references=refs)["accuracy"])
     assert metric_value("macro_f1", example_stats("macro_f1", preds, refs)) == pytest.approx(
         compute("macro_f1", predictions=preds, references=refs)["macro_f1"])
+    binary_p, binary_r = rng.integers(0, 2, 200).tolist(), rng.integers(0, 2, 200).tolist()
+    for statistic, module in (("binary_f1", "binary_f1"), ("matthews", "matthews_correlation")):
+        assert metric_value(statistic, example_stats(statistic, binary_p, binary_r)) == \
+            pytest.approx(compute(module, predictions=binary_p, references=binary_r)[module])
+    assert metric_value("matthews", example_stats("matthews", [1] * 5, [0, 1, 0, 1, 1])) == 0.0
     tags = ["O", "B-PER", "I-PER", "B-LOC"]
     ref_tags = [[tags[t] for t in rng.integers(0, 4, 6)] for _ in range(50)]
     pred_tags = [[tags[t] for t in rng.integers(0, 4, 6)] for _ in range(50)]

@@ -11,8 +11,8 @@ pytestmark = pytest.mark.slow
 CELL = ["sst2", "elmo"]
 CKPT = "data/checkpoints/transfer/sst2/elmo"
 METRICS = "metrics/transfer/sst2/elmo.json"
-# long enough to be killed mid-seed; extract only what this cell needs
-OVERRIDES = ["transfer.elmo.epochs=40", "grid.tasks=[sst2]"]
+# long enough to be killed mid-seed (no early stopping); extract only what this cell needs
+OVERRIDES = ["transfer.elmo.epochs=40", "transfer.common.patience=0", "grid.tasks=[sst2]"]
 
 
 @pytest.fixture(scope="module")

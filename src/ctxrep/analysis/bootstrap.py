@@ -7,6 +7,8 @@ what makes resampling cheap (no metric module is called inside the bootstrap loo
     token_accuracy  s_i = [correct tokens_i, tokens_i]      m = Σ correct / Σ tokens
     entity_f1       s_i = [tp_i, fp_i, fn_i] (entities)     m = 2 tp / (2 tp + fp + fn)
     macro_f1        s_i = [tp_ic, fp_ic, fn_ic] per class   m = mean over classes seen of F1_c
+    binary_f1       s_i = [tp_i, fp_i, fn_i] of class 1     m = 2 tp / (2 tp + fp + fn)
+    matthews        s_i = [tp_i, fp_i, fn_i, tn_i]          m = (tp·tn − fp·fn) / √(…), 0 if undefined
     squad_f1 / _em  s_i = [f1_i] / [em_i] (best gold)       m = Σ / n
 
 ``STATISTIC`` maps a metric module's output key to its statistic.
@@ -36,7 +38,8 @@ BOOTSTRAP_SEED = 20_260_101
 STATISTIC = {("accuracy", "accuracy"): "accuracy", ("macro_f1", "macro_f1"): "macro_f1",
              ("token_accuracy", "token_accuracy"): "token_accuracy",
              ("seqeval_f1", "f1"): "entity_f1", ("squad", "f1"): "squad_f1",
-             ("squad", "exact_match"): "squad_em"}
+             ("squad", "exact_match"): "squad_em", ("binary_f1", "binary_f1"): "binary_f1",
+             ("matthews_correlation", "matthews_correlation"): "matthews"}
 
 
 def _squad_module():
@@ -65,6 +68,11 @@ def example_stats(metric: str, predictions: list, references: list,
     if metric == "token_accuracy":
         return np.array([[sum(a == b for a, b in zip(p, r)), len(r)]
                          for p, r in zip(predictions, references)], dtype=float).reshape(-1, 2)
+    if metric in ("binary_f1", "matthews"):
+        rows = [[p == 1 and r == 1, p == 1 and r != 1, p != 1 and r == 1, p != 1 and r != 1]
+                for p, r in zip(predictions, references)]
+        out = np.array(rows, dtype=float).reshape(-1, 4)
+        return out[:, :3] if metric == "binary_f1" else out
     if metric == "entity_f1":
         from seqeval.metrics.sequence_labeling import get_entities
 
@@ -97,7 +105,11 @@ def metric_from_sums(metric: str, sums: np.ndarray, n: int | np.ndarray) -> np.n
         return sums[..., 0] / n
     if metric == "token_accuracy":
         return sums[..., 0] / np.maximum(sums[..., 1], 1)
-    if metric == "entity_f1":
+    if metric == "matthews":
+        tp, fp, fn, tn = (sums[..., i] for i in range(4))
+        denominator = np.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
+        return np.where(denominator > 0, (tp * tn - fp * fn) / np.maximum(denominator, 1e-12), 0.0)
+    if metric in ("entity_f1", "binary_f1"):
         tp, fp, fn = sums[..., 0], sums[..., 1], sums[..., 2]
         return np.where(2 * tp + fp + fn > 0, 2 * tp / np.maximum(2 * tp + fp + fn, 1), 0.0)
     if metric == "macro_f1":

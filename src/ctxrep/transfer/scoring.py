@@ -42,7 +42,7 @@ def score(kind: str, metric: str, dataset, predictions: list) -> dict:
 
 def primary_key(metric: str) -> str:
     """The key of the headline number in a metric's output."""
-    return {"seqeval_f1": "f1", "squad": "f1"}.get(metric, metric)
+    return {"seqeval_f1": "f1", "squad": "f1", "pearson_spearman": "pearson"}.get(metric, metric)
 
 
 def references(kind: str, dataset) -> list:
