@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 
@@ -17,7 +18,24 @@ def main(argv: list[str] | None = None) -> None:
     nb.add_argument("--queries", type=int, default=2, help="query sentences per word")
     nb.add_argument("--out", type=Path, help="also write the markdown here")
     sub.add_parser("verify", help="rehash every output and compare it with dvc.lock")
+    ie = sub.add_parser("import-elmo", help="convert published ELMo weights (bilm-tf / AllenNLP options.json + "
+                        "hdf5) into a model directory Elmo.from_pretrained loads")
+    ie.add_argument("options", type=Path, help="the model's options.json")
+    ie.add_argument("weights", type=Path, help="the model's *_weights.hdf5")
+    ie.add_argument("out_dir", type=Path, help="the model directory to write (new, or a saved model to replace)")
     a = ap.parse_args(argv)
+
+    if a.command == "import-elmo":
+        from ctxrep.errors import InputError
+        from ctxrep.models.elmo_import import import_elmo
+
+        try:
+            out = import_elmo(a.options, a.weights, a.out_dir)
+        except InputError as e:
+            print(f"ctxrep import-elmo: {e}", file=sys.stderr)
+            raise SystemExit(2) from e
+        print(f"ctxrep import-elmo: wrote {out} (features only: no softmax, no vocabulary)")
+        return
 
     if a.command == "verify":
         from ctxrep.verify import verify_workspace

@@ -22,6 +22,10 @@ Conventions (the training loop, `Elmo` and the tests rely on them):
 * States are zero at padding positions. The model is stateless: nothing carries over between
   batches, so in eval mode a sentence gets the same vectors in any batch.
 
+A biLM without an output softmax (``vocab_size=0``) computes features only: the published
+bilm-tf / AllenNLP weights ship none (``ctxrep.models.elmo_import`` loads them); asking such a
+model for an LM loss raises ``InputError``.
+
 Parameter count of the `original` preset: 93.6M without the output softmax (as in the paper),
 plus (P + 1) * vocab_size for the softmax (+406M for the 793k-word 1B Word Benchmark vocab).
 torch's LSTM keeps two bias vectors where TF's keeps one (+65k here).
@@ -38,6 +42,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ctxrep.errors import InputError
 from ctxrep.models.highway import Highway
 from ctxrep.text.elmo_chars import MAX_WORD_LENGTH, N_CHAR_IDS
 
@@ -55,7 +60,7 @@ ONE_BILLION_WORD_VOCAB = 793471
 
 @dataclass
 class BiLMConfig:
-    vocab_size: int = 20000  # output words, ids sorted by descending frequency
+    vocab_size: int = 20000  # output words, ids sorted by descending frequency; 0 = no softmax (features only)
     # token encoder
     n_characters: int = N_CHAR_IDS  # rows of the char embedding (id 0 = missing word)
     max_chars_per_token: int = MAX_WORD_LENGTH
@@ -67,6 +72,7 @@ class BiLMConfig:
     projection_dim: int = 256  # width of the token layer and of every LSTM output (P)
     cell_dim: int = 1024  # LSTM memory cell size (C), projected down to P
     n_layers: int = 2
+    skip_connections: bool = True  # residual connections between LSTM layers (bilm-tf use_skip_connections)
     cell_clip: float | None = None  # clip the memory cell to [-c, c] (bilm-tf: 3)
     proj_clip: float | None = None  # clip the projected state to [-c, c] (bilm-tf: 3)
     dropout: float = 0.1  # on every LSTM input and on the top states before the softmax
@@ -80,13 +86,16 @@ class BiLMConfig:
         def fail(key: str, why: str) -> None:
             raise ValueError(f"BiLMConfig.{key}={getattr(self, key)!r}: {why}")
 
-        for key in ("vocab_size", "n_characters", "max_chars_per_token", "char_embed_dim",
+        for key in ("n_characters", "max_chars_per_token", "char_embed_dim",
                     "projection_dim", "cell_dim", "n_layers", "n_negatives"):
             value = getattr(self, key)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 fail(key, "must be a positive integer")
-        if self.vocab_size < 2:
-            fail("vocab_size", "must be >= 2")
+        vocab_size = self.vocab_size
+        if not isinstance(vocab_size, int) or isinstance(vocab_size, bool) or vocab_size == 1 or vocab_size < 0:
+            fail("vocab_size", "must be >= 2, or 0 for a biLM without output softmax (features only)")
+        if not isinstance(self.skip_connections, bool):
+            fail("skip_connections", "must be true or false")
         if not self.filters or not all(
             isinstance(f, (list, tuple)) and len(f) == 2 and all(isinstance(v, int) and v >= 1 for v in f)
             for f in self.filters
@@ -108,7 +117,7 @@ class BiLMConfig:
             fail("dropout", "must be in [0, 1)")
         if self.softmax not in ("full", "sampled"):
             fail("softmax", "must be 'full' or 'sampled'")
-        if self.softmax == "sampled" and self.n_negatives >= self.vocab_size:
+        if self.softmax == "sampled" and self.vocab_size and self.n_negatives >= self.vocab_size:
             fail("n_negatives", f"must be smaller than vocab_size={self.vocab_size} for the sampled softmax")
         return self
 
@@ -246,8 +255,9 @@ class LstmWithProjection(nn.Module):
 class LstmStack(nn.Module):
     """One direction of the biLM: n_layers LSTMP layers, residual connections from layer 2 on.
 
-        h_0 = x,   h_l = LSTMP_l(dropout(h_{l-1})) + (h_{l-1} if l > 1 else 0)
-    Returns [h_1, ..., h_L], each zeroed at padding.
+        h_0 = x,   h_l = LSTMP_l(dropout(h_{l-1})) + (h_{l-1} if l > 1 and skip_connections else 0)
+    Returns [h_1, ..., h_L], each zeroed at padding. The residual is added to the layer's output
+    only; the layer's own recurrence uses its (clipped) projected state, as TF's ResidualWrapper.
     """
 
     def __init__(self, config: BiLMConfig) -> None:
@@ -257,12 +267,13 @@ class LstmStack(nn.Module):
             LstmWithProjection(P, C, P, config.cell_clip, config.proj_clip) for _ in range(config.n_layers)
         )
         self.dropout = nn.Dropout(config.dropout)
+        self.skip_connections = config.skip_connections
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> list[torch.Tensor]:
         states = []
         for index, layer in enumerate(self.layers):
             h = layer(self.dropout(x))
-            if index > 0:  # residuals connect LSTM layers; the token layer below layer 1 is not one
+            if index > 0 and self.skip_connections:  # residuals connect LSTM layers, not the token layer to layer 1
                 h = h + x
             x = h * mask.unsqueeze(-1)
             states.append(x)
@@ -378,13 +389,27 @@ class BiLM(nn.Module):
         self.forward_lm = LstmStack(config)
         self.backward_lm = LstmStack(config)
         self.dropout = nn.Dropout(config.dropout)
-        self.softmax = nn.Linear(config.projection_dim, config.vocab_size)  # shared by both directions
-        nn.init.normal_(self.softmax.weight, std=config.projection_dim**-0.5)
-        nn.init.zeros_(self.softmax.bias)
+        self.softmax: nn.Linear | None = None  # shared by both directions; none for feature-only weights
+        if config.vocab_size:
+            self.softmax = nn.Linear(config.projection_dim, config.vocab_size)
+            nn.init.normal_(self.softmax.weight, std=config.projection_dim**-0.5)
+            nn.init.zeros_(self.softmax.bias)
 
     def num_parameters(self, include_softmax: bool = True) -> int:
         n = sum(p.numel() for p in self.parameters())
-        return n if include_softmax else n - sum(p.numel() for p in self.softmax.parameters())
+        if include_softmax or self.softmax is None:
+            return n
+        return n - sum(p.numel() for p in self.softmax.parameters())
+
+    def _require_softmax(self) -> nn.Linear:
+        if self.softmax is None:
+            raise InputError(
+                "this biLM has no output softmax (vocab_size=0): its weights were imported for feature "
+                "extraction (published bilm-tf/AllenNLP checkpoints ship no softmax and no vocabulary), so it "
+                "cannot compute an LM loss or perplexity. Training needs a softmax over a word vocabulary: "
+                "pretrain a biLM with the pretrain_bilm stage instead."
+            )
+        return self.softmax
 
     def forward(self, char_ids: torch.Tensor, mask: torch.Tensor) -> BiLMOutput:
         """char_ids (B, T, W), mask (B, T) -> token layer and per-layer states of both directions."""
@@ -405,14 +430,15 @@ class BiLM(nn.Module):
 
     def lm_loss(self, char_ids: torch.Tensor, target_ids: torch.Tensor, mask: torch.Tensor) -> LMLoss:
         """The training objective, with the softmax named by ``config.softmax``."""
+        softmax = self._require_softmax()
         out = self(char_ids, mask)
         forward_hidden, forward_targets, backward_hidden, backward_targets = self._prediction_pairs(out, target_ids, mask)
         hidden = self.dropout(torch.cat([forward_hidden, backward_hidden]))
         targets = torch.cat([forward_targets, backward_targets])
         if self.config.softmax == "sampled":
-            nll = sampled_softmax_nll(hidden, targets, self.softmax, self.config.n_negatives)
+            nll = sampled_softmax_nll(hidden, targets, softmax, self.config.n_negatives)
         else:
-            nll = full_softmax_nll(hidden, targets, self.softmax)
+            nll = full_softmax_nll(hidden, targets, softmax)
         n = forward_targets.numel()
         count = torch.tensor(n, device=nll.device)
         return LMLoss(nll[:n].sum(), nll[n:].sum(), count, count.clone())
@@ -420,6 +446,7 @@ class BiLM(nn.Module):
     @torch.no_grad()
     def exact_nll(self, char_ids: torch.Tensor, target_ids: torch.Tensor, mask: torch.Tensor) -> LMLoss:
         """Evaluation: the full-softmax NLL whatever ``config.softmax`` is (perplexity = exp(nll / tokens))."""
+        softmax = self._require_softmax()
         out = self(char_ids, mask)
         forward_hidden, forward_targets, backward_hidden, backward_targets = self._prediction_pairs(out, target_ids, mask)
         rows = max(1, 2**26 // self.config.vocab_size)  # bound the (rows, V) logits to ~256 MB
@@ -427,7 +454,7 @@ class BiLM(nn.Module):
         def nll_sum(hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
             total = torch.zeros((), device=hidden.device, dtype=torch.float32)
             for start in range(0, targets.numel(), rows):
-                total += full_softmax_nll(hidden[start : start + rows], targets[start : start + rows], self.softmax).sum()
+                total += full_softmax_nll(hidden[start : start + rows], targets[start : start + rows], softmax).sum()
             return total
 
         count = torch.tensor(forward_targets.numel(), device=char_ids.device)

@@ -10,6 +10,12 @@ Files of a saved model: ``model.safetensors`` (weights, loaded only through safe
 ``config.json`` (``BiLMConfig``), ``vocab.txt`` (the output words, one per line, id = line
 number) and ``char_spec.json`` (``CharIdSpec``).
 
+Published ELMo weights (bilm-tf / AllenNLP: ``options.json`` + ``*_weights.hdf5``) load too,
+either directly, ``Elmo.from_pretrained(("options.json", "weights.hdf5"))``, or after
+``ctxrep import-elmo options.json weights.hdf5 OUT_DIR`` as a saved model directory
+(``ctxrep.models.elmo_import``). They have no output softmax and no vocabulary (``vocab == []``,
+``BiLMConfig.vocab_size == 0``): features only.
+
 The extractor is stateless: in eval mode a sentence gets the same vectors in any batch.
 """
 
@@ -31,6 +37,7 @@ WEIGHTS_FILE = "model.safetensors"
 CONFIG_FILE = "config.json"
 VOCAB_FILE = "vocab.txt"
 CHAR_SPEC_FILE = "char_spec.json"
+MODEL_FILES = (WEIGHTS_FILE, CONFIG_FILE, VOCAB_FILE, CHAR_SPEC_FILE)
 
 
 @dataclass
@@ -64,7 +71,7 @@ class Elmo(nn.Module):
 
     def forward(self, inputs: list[list[str]] | torch.Tensor, mask: torch.Tensor | None = None) -> ElmoOutput:
         """``inputs``: tokenised sentences, or char ids (B, T, W) already wrapped in ``<S>`` ... ``</S>``."""
-        device = self.bilm.softmax.weight.device
+        device = self.bilm.token_encoder.char_embedding.weight.device
         if isinstance(inputs, torch.Tensor):
             char_ids = inputs.to(device)
         else:
@@ -103,10 +110,25 @@ class Elmo(nn.Module):
         (directory / CHAR_SPEC_FILE).write_text(json.dumps(self.char_spec.to_dict(), indent=2) + "\n", encoding="utf-8")
 
     @classmethod
-    def from_pretrained(cls, directory: str | Path, device: str | torch.device = "cpu") -> Elmo:
-        """Load a saved model in eval mode. Weights are read only through safetensors."""
-        directory = Path(directory)
-        for name in (WEIGHTS_FILE, CONFIG_FILE, VOCAB_FILE, CHAR_SPEC_FILE):
+    def from_pretrained(cls, source: str | Path | tuple[str | Path, str | Path],
+                        device: str | torch.device = "cpu") -> Elmo:
+        """Load a model in eval mode from ``source``, which is either
+
+        * a saved model directory (``save_pretrained``, the pretrain_bilm stage or
+          ``ctxrep import-elmo``): weights are read only through safetensors; or
+        * an ``(options.json, weights.hdf5)`` pair in the published bilm-tf / AllenNLP format,
+          converted in memory by ``ctxrep.models.elmo_import`` (no softmax, empty vocab).
+        """
+        if isinstance(source, (tuple, list)):
+            if len(source) != 2:
+                raise ValueError(f"expected a model directory or an (options.json, weights.hdf5) pair, got {source!r}")
+            # imported here: only published weights need h5py
+            from ctxrep.models.elmo_import import load_bilm_tf
+
+            bilm, char_spec = load_bilm_tf(*source)
+            return cls(bilm, [], char_spec).to(device).eval()
+        directory = Path(source)
+        for name in MODEL_FILES:
             if not (directory / name).is_file():
                 raise FileNotFoundError(f"{directory / name} is missing: not a saved Elmo model")
         config = BiLMConfig.from_dict(json.loads((directory / CONFIG_FILE).read_text(encoding="utf-8")))
