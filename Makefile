@@ -54,7 +54,7 @@ bench: $(STAMP)
 # Experiments with the headline numbers only (see README, "Experiments and tracking").
 exp-show: $(STAMP)
 	$(DVC) exp show --md --drop '.*' \
-	  --keep 'Experiment|^profile$$|val_ppl$$|val_mlm_acc$$|^(sst2|ud_pos|wic)\.'
+	  --keep 'Experiment|^profile$$|val_ppl$$|val_mlm_acc$$|^(sst2|ud_pos|conll2003)\.'
 
 mlflow-ui: $(STAMP)
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///$(abspath mlflow.db)
