@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ctxrep import config
-from ctxrep.io import sha256_tree, write_json
+from ctxrep.io import atomic_dir, sha256_tree, write_json
 from ctxrep.pretraining.loop import run_key
 from ctxrep.transfer.data import TaskUnavailable, load_task, spec, task_dir
 from ctxrep.transfer.feature_train import run_feature_transfer
@@ -66,6 +66,14 @@ def predictions_dir(task: str, method: str) -> Path:
     return PREDICTIONS / task / method
 
 
+def write_predictions(task: str, method: str, files: dict[str, dict]) -> None:
+    """Replace ``predictions_dir(task, method)`` whole with ``files`` (name → JSON object); a
+    task that could not be served gets ``unavailable.json``, so the DVC output always exists."""
+    with atomic_dir(predictions_dir(task, method)) as tmp:
+        for name, obj in files.items():
+            write_json(tmp / name, obj, indent=None)
+
+
 def is_degenerate(kind: str, predictions: list) -> bool:
     """One label for every example (or every word): the model learned only the prior."""
     if kind in ("classification", "pair_classification", "word_in_context"):
@@ -85,6 +93,7 @@ def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None)
     try:
         splits = load_task(task, common)
     except TaskUnavailable as e:
+        write_predictions(task, method, {"unavailable.json": {"reason": str(e)}})
         return Cell({**record, "unavailable": str(e)})
     eval_split = next(s for s in splits if s != "train")
     inputs = [task_dir(task) / "MANIFEST.json", *input_paths(task, method)]
@@ -112,14 +121,12 @@ def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None)
                                      dev_idx, common.patience, run))
     shutil.rmtree(ckpt_root, ignore_errors=True)  # every seed finished: nothing to resume
 
-    out_dir = predictions_dir(task, method)
-    shutil.rmtree(out_dir, ignore_errors=True)
     gold = references(kind, splits[eval_split])
-    for seed, r in zip(common.seeds, runs):
-        write_json(out_dir / f"seed{seed}.json",
-                   {"task": task, "method": method, "seed": seed, "eval_split": eval_split,
-                    "predictions": readable(kind, splits[eval_split], r["predictions"]),
-                    "references": gold}, indent=None)
+    write_predictions(task, method, {
+        f"seed{seed}.json": {"task": task, "method": method, "seed": seed,
+                             "eval_split": eval_split, "references": gold,
+                             "predictions": readable(kind, splits[eval_split], r["predictions"])}
+        for seed, r in zip(common.seeds, runs)})
 
     record["scores"] = {k: {"mean": round(statistics.fmean(r["scores"][k] for r in runs), 6),
                             "std": round(statistics.stdev(r["scores"][k] for r in runs), 6)
@@ -158,21 +165,19 @@ def run_baselines(task: str, common: config.TransferCommon) -> dict:
     try:
         splits = load_task(task, common)
     except TaskUnavailable as e:
+        write_predictions(task, "baselines", {"unavailable.json": {"reason": str(e)}})
         return {**record, "unavailable": str(e)}
     eval_split = next(s for s in splits if s != "train")
     train_idx, _ = train_dev_indices(len(splits["train"]), common.dev_fraction)
     train_set, eval_set = splits["train"].select(train_idx), splits[eval_split]
     gold = references(task_spec.kind, eval_set)
-    record["baselines"] = {}
-    out_dir = predictions_dir(task, "baselines")
-    shutil.rmtree(out_dir, ignore_errors=True)
+    record["baselines"], files = {}, {}
     for name, predictions in predict_all(task_spec.kind, train_set, eval_set).items():
         scores = score(task_spec.kind, task_spec.metric, eval_set, predictions)
         record["baselines"][name] = {k: round(v, 6) for k, v in sorted(scores.items())}
-        write_json(out_dir / f"{name}.json",
-                   {"task": task, "method": name, "seed": 0,
-                    "eval_split": eval_split,
-                    "predictions": readable(task_spec.kind, eval_set, predictions),
-                    "references": gold}, indent=None)
+        files[f"{name}.json"] = {"task": task, "method": name, "seed": 0,
+                                 "eval_split": eval_split, "references": gold,
+                                 "predictions": readable(task_spec.kind, eval_set, predictions)}
+    write_predictions(task, "baselines", files)
     record["train_examples"], record["eval_examples"] = len(train_set), len(eval_set)
     return record
