@@ -71,21 +71,22 @@ def build_mirror(root: Path, n_docs: int = 80, seed: int = 0) -> Path:
     conll = root / "tasks/conll2003"
     conll.mkdir(parents=True)
     for split in ("train", "dev", "test"):
-        (conll / f"{split}.txt").write_text(
-            "-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\nrejects VBZ B-VP O\n"
-            "German JJ B-NP B-MISC\n. . O O\n\nPeter NNP B-NP B-PER\nBlackburn NNP I-NP I-PER\n\n")
+        # three copies: a tiny training split still spares a dev split for model selection
+        (conll / f"{split}.txt").write_text("-DOCSTART- -X- -X- O\n\n" + 3 * (
+            "EU NNP B-NP B-ORG\nrejects VBZ B-VP O\n"
+            "German JJ B-NP B-MISC\n. . O O\n\nPeter NNP B-NP B-PER\nBlackburn NNP I-NP I-PER\n\n"))
 
     ud = root / "tasks/ud_ewt"
     ud.mkdir(parents=True)
     for split in ("train", "dev", "test"):
-        (ud / f"en_ewt-ud-{split}.conllu").write_text(
-            "# sent_id = 1\n# text = I don't know.\n"
+        (ud / f"en_ewt-ud-{split}.conllu").write_text("".join(  # several: room for a dev split
+            f"# sent_id = {k}\n# text = I don't know.\n"
             "1\tI\tI\tPRON\tPRP\t_\t3\tnsubj\t_\t_\n"
             "2-3\tdon't\t_\t_\t_\t_\t_\t_\t_\t_\n"
             "2\tdo\tdo\tAUX\tVBP\t_\t4\taux\t_\t_\n"
             "3\tn't\tnot\tPART\tRB\t_\t4\tadvmod\t_\t_\n"
             "4\tknow\tknow\tVERB\tVB\t_\t0\troot\t_\t_\n"
-            "5\t.\t.\tPUNCT\t.\t_\t4\tpunct\t_\t_\n\n")
+            "5\t.\t.\tPUNCT\t.\t_\t4\tpunct\t_\t_\n\n" for k in range(1, 5)))
 
     for split in ("train", "dev", "test"):
         wic = root / "tasks/wic" / split

@@ -24,18 +24,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ctxrep import config
-from ctxrep.io import atomic_dir, sha256_tree, write_json
+from ctxrep.io import sha256_tree
 from ctxrep.pretraining.loop import run_key
 from ctxrep.transfer.data import TaskUnavailable, load_task, spec, task_dir
 from ctxrep.transfer.feature_train import run_feature_transfer
 from ctxrep.transfer.features import FeatureStore
 from ctxrep.transfer.finetune import run_finetune
+from ctxrep.transfer.predictions import write_predictions
 from ctxrep.transfer.scoring import primary_key, readable, references
 from ctxrep.transfer.selection import train_dev_indices
 
 CHECKPOINTS = Path("data/checkpoints/transfer")
 FEATURES = Path("data/features")
-PREDICTIONS = Path("data/predictions")
 BERT_MODEL = Path("data/models/bert")
 
 
@@ -62,18 +62,6 @@ def input_paths(task: str, method: str) -> list[Path]:
     return [BERT_MODEL]
 
 
-def predictions_dir(task: str, method: str) -> Path:
-    return PREDICTIONS / task / method
-
-
-def write_predictions(task: str, method: str, files: dict[str, dict]) -> None:
-    """Replace ``predictions_dir(task, method)`` whole with ``files`` (name → JSON object); a
-    task that could not be served gets ``unavailable.json``, so the DVC output always exists."""
-    with atomic_dir(predictions_dir(task, method)) as tmp:
-        for name, obj in files.items():
-            write_json(tmp / name, obj, indent=None)
-
-
 def is_degenerate(kind: str, predictions: list) -> bool:
     """One label for every example (or every word): the model learned only the prior."""
     if kind in ("classification", "pair_classification", "word_in_context"):
@@ -85,7 +73,7 @@ def is_degenerate(kind: str, predictions: list) -> bool:
 
 def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None) -> Cell:
     """Train and evaluate ``method`` on ``task`` for every seed of ``common``; save each seed's
-    predictions under :func:`predictions_dir`."""
+    predictions (:mod:`ctxrep.transfer.predictions`)."""
     task_spec = spec(task)
     record = {"task": task, "method": method, "kind": task_spec.kind, "metric": task_spec.metric,
               "primary": primary_key(task_spec.metric), "eval_split": common.eval_split,
@@ -147,37 +135,3 @@ def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None)
                     params=runs[0]["trainable_params"], flops=sum(r["train_flops"] for r in runs))
     return Cell(record, cost)
 
-
-BASELINES = Path("metrics/baselines")
-
-
-def run_baselines(task: str, common: config.TransferCommon) -> dict:
-    """The trivial baselines of ``task``, fitted on exactly the training examples the methods
-    train on (the dev split held out) and scored on the same evaluation examples; their
-    predictions are saved like a method's, one file each
-    (``data/predictions/<task>/baselines/<name>.json``)."""
-    from ctxrep.analysis.baselines import predict_all
-    from ctxrep.transfer.scoring import score
-
-    task_spec = spec(task)
-    record = {"task": task, "kind": task_spec.kind, "metric": task_spec.metric,
-              "primary": primary_key(task_spec.metric), "eval_split": common.eval_split}
-    try:
-        splits = load_task(task, common)
-    except TaskUnavailable as e:
-        write_predictions(task, "baselines", {"unavailable.json": {"reason": str(e)}})
-        return {**record, "unavailable": str(e)}
-    eval_split = next(s for s in splits if s != "train")
-    train_idx, _ = train_dev_indices(len(splits["train"]), common.dev_fraction)
-    train_set, eval_set = splits["train"].select(train_idx), splits[eval_split]
-    gold = references(task_spec.kind, eval_set)
-    record["baselines"], files = {}, {}
-    for name, predictions in predict_all(task_spec.kind, train_set, eval_set).items():
-        scores = score(task_spec.kind, task_spec.metric, eval_set, predictions)
-        record["baselines"][name] = {k: round(v, 6) for k, v in sorted(scores.items())}
-        files[f"{name}.json"] = {"task": task, "method": name, "seed": 0,
-                                 "eval_split": eval_split, "references": gold,
-                                 "predictions": readable(task_spec.kind, eval_set, predictions)}
-    write_predictions(task, "baselines", files)
-    record["train_examples"], record["eval_examples"] = len(train_set), len(eval_set)
-    return record

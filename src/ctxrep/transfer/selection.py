@@ -15,6 +15,8 @@ import copy
 
 import numpy as np
 
+from ctxrep.errors import InputError
+
 DEV_SEED = 4_321  # fixed: every method and baseline of a task carves the same dev examples
 
 
@@ -25,7 +27,9 @@ def train_dev_indices(n_train: int, dev_fraction: float) -> tuple[list[int], lis
         raise ValueError(f"dev_fraction must be in [0, 1), got {dev_fraction}")
     n_dev = max(1, round(dev_fraction * n_train)) if dev_fraction > 0 else 0
     if n_dev >= n_train:
-        raise ValueError(f"{n_train} training examples cannot spare {n_dev} for a dev split")
+        raise InputError(f"{n_train} training example(s) cannot spare {n_dev} for a dev split "
+                         f"(transfer.common.dev_fraction={dev_fraction}): the task needs at "
+                         f"least 2 training examples")
     order = np.random.default_rng(DEV_SEED).permutation(n_train)
     return sorted(order[n_dev:].tolist()), sorted(order[:n_dev].tolist())
 
