@@ -14,12 +14,13 @@ N_LAYERS, DIM = 3, 8
 
 def write_store(root, kind, dataset, signal, validation=None):
     """Random features, plus ``signal(example, field, word_index)`` added to layer 1; the
-    validation split is ``validation`` or, by default, a copy of the training one."""
+    validation split is ``validation`` or, by default, the training split's exact bytes."""
     rng = np.random.default_rng(0)
     root.mkdir(parents=True, exist_ok=True)
     import json
 
-    splits = {"train": dataset, "validation": dataset if validation is None else validation}
+    splits = {"train": dataset} if validation is None else {"train": dataset,
+                                                            "validation": validation}
     for field in FIELDS[kind]:
         for split, examples in splits.items():
             w = FieldWriter(root, split, field)
@@ -30,6 +31,10 @@ def write_store(root, kind, dataset, signal, validation=None):
                     layers[1, j] += signal(ex, field, j)
                 w.add(layers)
             w.close()
+        if validation is None:
+            for suffix in (".f16", ".offsets.npy"):
+                (root / f"validation.{field}{suffix}").write_bytes(
+                    (root / f"train.{field}{suffix}").read_bytes())
     (root / "meta.json").write_text(json.dumps({"n_layers": N_LAYERS, "dim": DIM}))
     return FeatureStore(root)
 
