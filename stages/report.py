@@ -1,16 +1,19 @@
-"""Stage report: every metrics file → metrics/summary.json, reports/report.md, reports/figures/.
+"""Stage report: the grid's metrics files → metrics/summary.json, reports/report.md,
+reports/figures/.
 
-Missing inputs are reported as missing; a malformed one stops the stage naming the file.
+Only this grid's cells are read (``grid.tasks`` × ``grid.methods``): files left by a run of
+another grid are not mixed in. Missing inputs are reported as missing; a malformed one stops
+the stage naming the file.
 """
 
-from ctxrep.config import METHODS
 from ctxrep.report import ReportInputError, build_report, load_inputs, write_report
 from ctxrep.report.summary import flat_numbers
 from ctxrep.stage import log, stage
 
 with stage("report", None) as ctx:
     try:
-        inputs = load_inputs(".", ctx.params["tasks"], list(METHODS))
+        grid = ctx.params["grid"]
+        inputs = load_inputs(".", list(grid["tasks"]), list(grid["methods"]))
     except ReportInputError as e:
         log.error("report: bad input: %s", e)
         raise SystemExit(2) from e

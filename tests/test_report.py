@@ -354,6 +354,7 @@ def test_report_stage_end_to_end(tmp_path):
     assert "[report] done" in proc.stdout
     summary = json.loads((repo / SUMMARY_PATH).read_text())
     assert summary["cells"]["sst2"]["elmo"]["n_seeds"] == 3
+    assert "squad" not in summary["cells"]     # a cell outside this grid is not mixed in
     assert (repo / REPORT_PATH).exists() and (repo / FIGURES_DIR / "probe_layers.png").exists()
     write(repo, "metrics/transfer/sst2/static.json", "{oops")
     bad = run_stage(repo, "report.py", check=False)
