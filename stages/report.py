@@ -2,7 +2,7 @@
 reports/figures/.
 
 Only this grid's cells are read (``grid.tasks`` × ``grid.methods``): files left by a run of
-another grid are not mixed in. Missing inputs are reported as missing; a malformed one stops
+another grid are not mixed in. The data section lists every fetched task (``tasks``). Missing inputs are reported as missing; a malformed one stops
 the stage naming the file.
 """
 
@@ -13,7 +13,8 @@ from ctxrep.stage import log, stage
 with stage("report", None) as ctx:
     try:
         grid = ctx.params["grid"]
-        inputs = load_inputs(".", list(grid["tasks"]), list(grid["methods"]))
+        inputs = load_inputs(".", list(grid["tasks"]), list(grid["methods"]),
+                             fetched=list(ctx.params["tasks"]))
     except ReportInputError as e:
         log.error("report: bad input: %s", e)
         raise SystemExit(2) from e

@@ -104,8 +104,9 @@ def data_section(inputs: ReportInputs) -> str:
 
 
 def task_table(inputs: ReportInputs) -> str:
+    """Every fetched task (not only the grid's): where it came from, or why it is missing."""
     rows, unavailable = [], []
-    for task in inputs.tasks:
+    for task in inputs.task_manifests:
         manifest = inputs.task_manifests.get(task)
         if manifest is None:
             rows.append([task, "not fetched", MISSING, MISSING])

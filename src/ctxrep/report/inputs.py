@@ -271,8 +271,10 @@ def read_transfer_grid(root: Path, tasks: list[str], methods: list[str]) -> dict
     return grid
 
 
-def load_inputs(root: Path | str, tasks: list[str], methods: list[str]) -> ReportInputs:
-    """Everything the report reads, from the repo at ``root``."""
+def load_inputs(root: Path | str, tasks: list[str], methods: list[str],
+                fetched: list[str] | None = None) -> ReportInputs:
+    """Everything the report reads, from the repo at ``root``: the cells of ``tasks`` ×
+    ``methods`` (the grid) and the manifests of the ``fetched`` tasks (default: ``tasks``)."""
     root = Path(root)
     metrics = root / "metrics"
     neighbors = root / "reports" / "neighbors.md"
@@ -288,7 +290,7 @@ def load_inputs(root: Path | str, tasks: list[str], methods: list[str]) -> Repor
         probes={m: read_probe(metrics / "probe" / f"{m}.json") for m in PROBE_MODELS},
         corpus_manifest=read_json(root / "data" / "raw" / "corpus" / "MANIFEST.json"),
         task_manifests={t: read_json(root / "data" / "raw" / "tasks" / t / "MANIFEST.json")
-                        for t in tasks},
+                        for t in (tasks if fetched is None else fetched)},
         neighbors=neighbors.read_text() if neighbors.exists() else None,
         compute={name: entry for name, _ in ledger_stages(tasks, methods)
                  if (entry := read_compute(root / COMPUTE_DIR / f"{name}.json")) is not None},
