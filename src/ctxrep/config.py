@@ -187,7 +187,7 @@ FEATURES_OF = {"static": "bilm", "elmo-last": "bilm", "elmo-avg": "bilm", "elmo"
 FEATURE_METHODS = tuple(FEATURES_OF)
 FINETUNE_METHODS = ("bert-finetune", "bert-scratch")
 METHODS = FEATURE_METHODS + FINETUNE_METHODS
-FEATURE_SETS = ("bilm", "bert", "bilm-random", "bert-random")
+FEATURE_SETS = tuple(dict.fromkeys(FEATURES_OF.values()))  # bilm, bert, bilm-random, bert-random
 
 
 @section

@@ -21,7 +21,7 @@ from ctxrep.pretraining.loop import Checkpoints, LoopConfig, train
 from ctxrep.transfer import feature_models as M
 from ctxrep.transfer.features import FIELDS, FeatureStore, words_with_spans
 from ctxrep.transfer.scoring import primary_key, score
-from ctxrep.transfer.selection import BestOnDev, epoch_losses
+from ctxrep.transfer.selection import BestOnDev, SelectsOnDev, epoch_losses
 
 MAX_ANSWER_WORDS = 30
 
@@ -50,7 +50,7 @@ def build_model(kind: str, method: str, n_layers: int, dim: int, n_labels: int, 
     raise ValueError(f"unknown task kind {kind!r}")
 
 
-class FeatureTaskObjective:
+class FeatureTaskObjective(SelectsOnDev):
     """The loop's Objective for one (task, method, seed) cell."""
 
     def __init__(self, model, kind: str, store: FeatureStore, splits: dict, eval_split: str,
@@ -178,21 +178,8 @@ class FeatureTaskObjective:
             texts.append(self.splits[split][i]["context"][spans[first][0]:spans[last][1]])
         return texts
 
-    def evaluate(self) -> dict:
-        """Dev scores (the loop calls this after every epoch); the best epoch is kept."""
-        scores = score(self.kind, self.metric, self.dev_set, self.predict("train", self.dev_idx))
-        self.selection.update(scores)
-        return scores
-
-    @property
-    def should_stop(self) -> bool:
-        return self.selection.should_stop
-
-    def state_dict(self) -> dict:
-        return self.selection.state_dict()
-
-    def load_state_dict(self, state: dict) -> None:
-        self.selection.load_state_dict(state)
+    def dev_scores(self) -> dict:
+        return score(self.kind, self.metric, self.dev_set, self.predict("train", self.dev_idx))
 
 
 def run_feature_transfer(kind: str, metric: str, method: str, store: FeatureStore, splits: dict,

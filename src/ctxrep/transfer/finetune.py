@@ -33,7 +33,7 @@ from ctxrep.models.bert_hf import config_from_hf, load_pretrained
 from ctxrep.pretraining.loop import LoopConfig, train
 from ctxrep.transfer.finetune_tasks import Feature, TaskFormat, make_task_format
 from ctxrep.transfer.scoring import primary_key, score
-from ctxrep.transfer.selection import BestOnDev, epoch_losses
+from ctxrep.transfer.selection import BestOnDev, SelectsOnDev, epoch_losses
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +137,7 @@ def infer(model: FinetuneModel, task: TaskFormat, features: list[Feature], batch
     return outputs
 
 
-class FinetuneObjective:
+class FinetuneObjective(SelectsOnDev):
     """The shared loop's view of fine-tuning: seeded shuffles of the training features into
     batches, the task's loss, and the dev split's scores, which select the best epoch."""
 
@@ -166,22 +166,9 @@ class FinetuneObjective:
         outputs = infer(self.model, self.task, features, self.batch_size, self.pad_id, self.device)
         return self.task.predict(outputs, features, dataset)
 
-    def evaluate(self) -> dict:
-        """Dev scores (the loop calls this after every epoch); the best epoch is kept."""
-        scores = score(self.kind, self.metric, self.dev_set,
-                       self.predict(self.dev_features, self.dev_set))
-        self.selection.update(scores)
-        return scores
-
-    @property
-    def should_stop(self) -> bool:
-        return self.selection.should_stop
-
-    def state_dict(self) -> dict:
-        return self.selection.state_dict()
-
-    def load_state_dict(self, state: dict) -> None:
-        self.selection.load_state_dict(state)
+    def dev_scores(self) -> dict:
+        return score(self.kind, self.metric, self.dev_set,
+                     self.predict(self.dev_features, self.dev_set))
 
 
 # ----------------------------------------------------------------------------------------------

@@ -19,17 +19,15 @@ def score(kind: str, metric: str, dataset, predictions: list) -> dict:
     if len(predictions) != len(dataset):
         raise ValueError(f"{len(predictions)} predictions for {len(dataset)} examples")
     if kind in ("classification", "pair_classification", "word_in_context"):
-        refs = list(dataset["label"])
+        refs = references(kind, dataset)
         out = dict(compute(metric, predictions=predictions, references=refs))
         for extra in EXTRA.get(kind, ()):
             if extra != metric:
                 out[extra] = compute(extra, predictions=predictions, references=refs)[extra]
         return {k: v for k, v in out.items() if isinstance(v, (int, float))}
     if kind == "tagging":
-        names = dataset.features["tags"].feature.names
-        refs = [[names[t] for t in tags] for tags in dataset["tags"]]
-        preds = [[names[t] for t in tags] for tags in predictions]
-        out = compute(metric, predictions=preds, references=refs)
+        out = compute(metric, predictions=readable(kind, dataset, predictions),
+                      references=references(kind, dataset))
         return {k: v for k, v in out.items() if isinstance(v, (int, float))}
     if kind == "span_qa":
         preds = [{"id": ex_id, "prediction_text": text}

@@ -70,6 +70,33 @@ class BestOnDev:
         self.best_state, self.history = state["best_state"], list(state["history"])
 
 
+class SelectsOnDev:
+    """The loop's model-selection hooks for an objective with a ``selection`` (:class:`BestOnDev`)
+    and a ``dev_scores()`` method: ``evaluate`` scores dev and keeps the best epoch,
+    ``should_stop`` ends training, and the selector's state travels in checkpoints."""
+
+    selection: BestOnDev
+
+    def dev_scores(self) -> dict:
+        raise NotImplementedError
+
+    def evaluate(self) -> dict:
+        """Dev scores (the loop calls this after every epoch); the best epoch is kept."""
+        scores = self.dev_scores()
+        self.selection.update(scores)
+        return scores
+
+    @property
+    def should_stop(self) -> bool:
+        return self.selection.should_stop
+
+    def state_dict(self) -> dict:
+        return self.selection.state_dict()
+
+    def load_state_dict(self, state: dict) -> None:
+        self.selection.load_state_dict(state)
+
+
 def epoch_losses(curve: list, steps_per_epoch: int) -> list[float]:
     """Mean training loss of each epoch from the loop's per-step curve."""
     losses = [row[1] for row in curve]
