@@ -1,6 +1,8 @@
 """Each packaged metric against small cases whose expected scores are worked out by hand."""
 
 import importlib.util
+import subprocess
+import sys
 import socket
 import warnings
 
@@ -336,3 +338,15 @@ def test_squad_matches_by_id_and_unanswered_scores_zero():
     # unknown id) -> EM = F1 = 100 * 1/2 = 50
     out = compute("squad", [_p("zz", "x"), _p("q1", "Broncos")], [_q("q1", "Broncos"), _q("q2", "Panthers")])
     assert out == {"exact_match": 50.0, "f1": 50.0}
+
+
+def test_loading_a_metric_skips_transformers_pipelines_and_leaves_it_importable():
+    """`import evaluate` would import transformers.pipelines (seconds per stage); ours must not,
+    and must not leave that module unimportable for code that needs it later."""
+    code = ("import sys\n"
+            "from ctxrep.metrics import compute\n"
+            "assert compute('accuracy', [0, 1], [0, 0]) == {'accuracy': 0.5}\n"
+            "assert 'transformers.pipelines' not in sys.modules, 'evaluate imported pipelines'\n"
+            "import transformers.pipelines\n"
+            "assert hasattr(transformers.pipelines, 'pipeline')\n")
+    subprocess.run([sys.executable, "-c", code], check=True)

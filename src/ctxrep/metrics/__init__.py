@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +46,29 @@ def load_metric(name: str, **load_kwargs: Any):
 
     `load_kwargs` go to `evaluate.load` (e.g. `experiment_id`, `keep_in_memory`).
     """
-    import evaluate
+    return _import_evaluate().load(str(metric_path(name)), **load_kwargs)
 
-    return evaluate.load(str(metric_path(name)), **load_kwargs)
+
+def _import_evaluate():
+    """``import evaluate``, without the import of ``transformers.pipelines`` it makes on the way.
+
+    ``evaluate/evaluator/__init__.py`` imports ``transformers.pipelines`` (5 s of a stage's
+    start-up on this CPU) only to list the tasks its evaluators support; ctxrep never uses
+    evaluators. A ``None`` entry in ``sys.modules`` makes that import raise ``ImportError``,
+    which evaluate handles as "transformers absent"; the entry is removed right after, so
+    ``transformers.pipelines`` stays importable in this process.
+    """
+    if "evaluate" in sys.modules:
+        return sys.modules["evaluate"]
+    block = "transformers.pipelines" not in sys.modules
+    if block:
+        sys.modules["transformers.pipelines"] = None
+    try:
+        import evaluate
+    finally:
+        if block:
+            del sys.modules["transformers.pipelines"]
+    return evaluate
 
 
 @functools.lru_cache(maxsize=None)
