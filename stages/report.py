@@ -2,8 +2,9 @@
 reports/figures/.
 
 Only this grid's cells are read (``grid.tasks`` × ``grid.methods``): files left by a run of
-another grid are not mixed in. The data section lists every fetched task (``tasks``). Missing inputs are reported as missing; a malformed one stops
-the stage naming the file.
+another grid are not mixed in; the learning curves are those of ``learning_curve``. The data
+section lists every fetched task (``tasks``). Missing inputs are reported as missing; a
+malformed one stops the stage naming the file.
 """
 
 from ctxrep.report import ReportInputError, build_report, load_inputs, write_report
@@ -14,7 +15,7 @@ with stage("report", None) as ctx:
     try:
         grid = ctx.params["grid"]
         inputs = load_inputs(".", list(grid["tasks"]), list(grid["methods"]),
-                             fetched=list(ctx.params["tasks"]))
+                             fetched=list(ctx.params["tasks"]), curve=ctx.params["learning_curve"])
     except ReportInputError as e:
         log.error("report: bad input: %s", e)
         raise SystemExit(2) from e

@@ -11,11 +11,13 @@ from ctxrep import config
 from ctxrep.io import write_json
 from ctxrep.stage import stage
 from ctxrep.transfer.cell import run_cell
+from ctxrep.transfer.predictions import predictions_dir, write_predictions
 
 task, method = sys.argv[1], sys.argv[2]
 with stage(f"transfer@{task}-{method}", None) as ctx:
     common, p = config.load_transfer(method, ctx.params)
     cell = run_cell(task, method, common, p, ctx.run)
+    write_predictions(predictions_dir(task, method), cell.predictions)
     write_json(Path("metrics/transfer") / task / f"{method}.json", cell.record)
     cost = cell.cost
     ctx.compute(amount=cost.amount, unit=cost.unit, params=cost.params, flops=cost.flops)

@@ -5,11 +5,12 @@ import numpy as np
 import pytest
 
 from ctxrep.analysis import baselines as B
-from ctxrep.analysis.bootstrap import (Interval, bootstrap_mean, example_stats, metric_value,
-                                       paired_difference)
+from ctxrep.analysis.bootstrap import (Interval, bootstrap_mean, contrast, example_stats,
+                                       metric_value, paired_difference)
 from ctxrep.analysis.claims import Claim, judge_all, verdict
 from ctxrep.data import schemas
 from ctxrep.metrics import compute
+from ctxrep.transfer.selection import nested_subset
 
 # ---------------------------------------------------------------------------------------------
 # Baselines
@@ -146,3 +147,31 @@ def test_claims_are_judged_only_where_both_methods_ran():
               Claim("a", "b", "only on t2", "test", tasks=("t2",)))
     out = judge_all({"t1": {"a": [good], "b": [bad]}}, {"t1": "accuracy"}, claims)
     assert [(j.claim.worse, j.task, j.verdict) for j in out] == [("b", "t1", "reproduced")]
+
+
+def test_nested_subsets_grow_by_adding_examples():
+    indices = list(range(0, 300, 3))
+    small, large = nested_subset(indices, 0.1), nested_subset(indices, 0.5)
+    assert len(small) == 10 and len(large) == 50
+    assert set(small) <= set(large) <= set(indices)
+    assert nested_subset(indices, 0.1) == small            # deterministic
+    assert nested_subset(indices, 1.0) == indices
+    assert nested_subset(indices[:3], 0.01) == [nested_subset(indices[:3], 0.01)[0]]  # >= 1
+    with pytest.raises(ValueError):
+        nested_subset(indices, 0.0)
+
+
+def test_contrast_of_two_terms_is_the_paired_difference_and_four_terms_a_double_difference():
+    rng = np.random.default_rng(0)
+    runs = {name: [rng.integers(0, 2, size=(200, 1)).astype(float) for _ in range(3)]
+            for name in "abcd"}
+    pair = paired_difference("accuracy", runs["a"], runs["b"])
+    assert contrast("accuracy", [(1.0, runs["a"]), (-1.0, runs["b"])]) == pair
+    double = contrast("accuracy", [(1.0, runs["a"]), (-1.0, runs["b"]),
+                                   (-1.0, runs["c"]), (1.0, runs["d"])])
+    mean = {k: np.mean([r.mean() for r in v]) for k, v in runs.items()}
+    assert double.estimate == pytest.approx(mean["a"] - mean["b"] - mean["c"] + mean["d"])
+    assert double.low < double.estimate < double.high
+    # the same runs on both sides cancel exactly in every replicate
+    zero = contrast("accuracy", [(1.0, runs["a"]), (-1.0, runs["a"])])
+    assert (zero.low, zero.estimate, zero.high) == (0.0, 0.0, 0.0)

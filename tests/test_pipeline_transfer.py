@@ -64,3 +64,24 @@ def test_a_killed_cell_never_resumes_under_other_params(repo):
     # Only the killed run's checkpoints remain (resumed if its params come back); the new
     # run's folder went when it finished.
     assert len(list((repo / CKPT).iterdir())) == 1
+
+
+def test_learning_curve_stage_trains_on_a_nested_fraction_with_the_same_dev_and_eval(repo):
+    overrides = [*OVERRIDES, "transfer.elmo.epochs=2", "learning_curve.tasks=[sst2]",
+                 "learning_curve.fractions=[0.25,0.5]"]
+    compose(repo, "tiny", overrides)
+    try:
+        run_stage(repo, "learning_curve.py", *CELL)
+    finally:
+        compose(repo, "tiny", OVERRIDES)
+    record = json.loads((repo / "metrics/learning_curves/sst2/elmo.json").read_text())
+    small, large = record["points"]
+    assert [small["train_fraction"], large["train_fraction"]] == [0.25, 0.5]
+    assert 0 < small["train_examples"] < large["train_examples"]
+    assert small["dev_examples"] == large["dev_examples"]
+    assert small["eval_examples"] == large["eval_examples"]
+    for point in record["points"]:
+        folder = repo / "data/learning_curves/sst2/elmo" / f"fraction{point['train_fraction']}"
+        assert sorted(p.name for p in folder.iterdir()) == ["seed0.json", "seed1.json"]
+    cost = json.loads((repo / "reports/compute/learning_curve@sst2-elmo.json").read_text())
+    assert cost["unit"] == "words" and cost["amount"] > 0

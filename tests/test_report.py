@@ -359,3 +359,48 @@ def test_report_stage_end_to_end(tmp_path):
     write(repo, "metrics/transfer/sst2/static.json", "{oops")
     bad = run_stage(repo, "report.py", check=False)
     assert bad.returncode == 2 and "metrics/transfer/sst2/static.json" in bad.stderr
+
+
+def write_curve_point(root: Path, task: str, method: str, fraction: float, train_examples: int,
+                      values: list[float]) -> dict:
+    """A learning-curve point's predictions (as write_predictions) and its record."""
+    references = [i % 2 for i in range(N_EVAL)]
+    for seed, value in enumerate(values):
+        right = round(value * N_EVAL)
+        write(root, f"data/learning_curves/{task}/{method}/fraction{fraction}/seed{seed}.json",
+              {"predictions": [r if i < right else 1 - r for i, r in enumerate(references)],
+               "references": references})
+    return {"train_fraction": fraction, "train_examples": train_examples,
+            "seeds": list(range(len(values))), "metric": "accuracy", "primary": "accuracy"}
+
+
+@pytest.mark.parametrize("small_static,verdict", [((0.55, 0.56, 0.54), "reproduced"),
+                                                  ((0.70, 0.71, 0.69), "inconclusive")])
+def test_learning_curves_judge_the_sample_efficiency_claim(tmp_path, small_static, verdict):
+    """Gain of elmo over static at 10 examples vs at the grid's 100: +0.25 vs +0.09 is larger
+    with little data (reproduced); +0.10 vs +0.09 cannot be told apart (inconclusive)."""
+    root = make_repo(tmp_path)
+    for method, values in (("static", small_static), ("elmo", (0.80, 0.81, 0.79))):
+        write(root, f"metrics/learning_curves/sst2/{method}.json", {
+            "task": "sst2", "method": method, "fractions": [0.1],
+            "points": [write_curve_point(root, "sst2", method, 0.1, 10, list(values))]})
+    curve = {"tasks": ["sst2"], "methods": ["static", "elmo"]}
+    report = build_report(load_inputs(root, TASKS, list(METHODS), curve=curve), profile="test")
+    row = claim_row(report.markdown, "sst2", "(elmo − static) @ 10 ex. − (elmo − static) @ 100 ex.")
+    assert row["verdict"] == f"**{verdict}**" and row["source"].startswith("ELMo §5.4")
+    expected = (0.80 - statistics.mean(small_static)) - (0.80 - 0.71)
+    assert float(row["Δ"]) == pytest.approx(100 * expected, abs=0.1)
+    text = section(report.markdown, "## Sample efficiency (learning curves)")
+    assert "| sst2 | static | 10 |" in text and "| sst2 | elmo | 100 | 80.0 |" in text
+    assert "learning_curves.png" in report.figures
+
+
+def test_learning_curves_absent_or_not_run_say_so(tmp_path):
+    root = make_repo(tmp_path)
+    none = build_report(load_inputs(root, TASKS, list(METHODS), curve={"tasks": [], "methods":
+                                                                          ["static", "elmo"]}))
+    assert "`learning_curve.tasks` is empty" in none.markdown
+    missing = build_report(load_inputs(root, TASKS, list(METHODS),
+                                       curve={"tasks": ["sst2"], "methods": ["static", "elmo"]}))
+    assert "Not run yet" in missing.markdown
+    assert not any("sample efficiency" in c["claim"] for c in missing.summary["claims"])

@@ -209,6 +209,29 @@ class TransferCommon:
 
 
 @section
+class LearningCurveParams:
+    """``learning_curve``: the sample-efficiency experiment (ELMo §5.4, Fig. 1). Each method of
+    ``methods`` is retrained on nested fractions of each task's training examples (the dev and
+    evaluation examples stay the same); the whole-data point is the grid's own cell."""
+
+    tasks: list[str] = param(doc="tasks to draw curves for (among the fetched tasks)")
+    methods: list[str] = param(doc="methods to compare (the first is the "
+                               "baseline of the gain, e.g. static; the second the contextual one)")
+    fractions: list[float] = param(gt=0.0, lt=1.0, doc="fractions of the training examples, "
+                                   "below 1 (1 is the grid's cell)")
+
+    def check(self, section: str) -> None:
+        for method in self.methods:
+            if method not in METHODS:
+                raise ParamError(f"{section}.methods", method, f"methods among {list(METHODS)}")
+        if len(set(self.methods)) != len(self.methods):
+            raise ParamError(f"{section}.methods", self.methods, "distinct methods")
+        if self.fractions != sorted(set(self.fractions)):
+            raise ParamError(f"{section}.fractions", self.fractions,
+                             "distinct fractions in increasing order")
+
+
+@section
 class FeatureTransferParams:
     """``transfer.<feature method>``: frozen features → ScalarMix → task BiLSTM → head."""
 
@@ -287,6 +310,7 @@ SECTIONS: dict[str, type] = {
     "tokenize": TokenizeParams,
     "pretrain_bilm": BiLMParams,
     "pretrain_bert": BertParams,
+    "learning_curve": LearningCurveParams,
 }
 # Every top-level key of params.yaml; anything else (a typo, `-S +foo=1`) is an error.
 TOP_LEVEL = ("profile", "tasks", "grid", *SECTIONS, "transfer")
@@ -330,9 +354,11 @@ def validate(raw: dict) -> None:
     for method in raw["grid"]["methods"]:
         if method not in METHODS:
             raise ParamError("grid.methods", method, f"methods among {list(METHODS)}")
-    for task in raw["grid"]["tasks"]:
-        if task not in raw["tasks"]:
-            raise ParamError("grid.tasks", task, f"tasks that are fetched (tasks: {raw['tasks']})")
+    for key in ("grid", "learning_curve"):
+        for task in (raw.get(key) or {}).get("tasks", []):
+            if task not in raw["tasks"]:
+                raise ParamError(f"{key}.tasks", task,
+                                 f"tasks that are fetched (tasks: {raw['tasks']})")
     for name in SECTIONS:
         load_section(name, raw)
     load_transfer_common(raw)

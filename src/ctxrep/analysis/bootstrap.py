@@ -166,17 +166,31 @@ def bootstrap_mean(metric: str, runs: list[np.ndarray], n_resamples: int = 1000,
 def paired_difference(metric: str, runs_a: list[np.ndarray], runs_b: list[np.ndarray],
                       n_resamples: int = 1000, seed: int = BOOTSTRAP_SEED) -> Interval:
     """95 % CI of mean_seeds m(A) − mean_seeds m(B), resampling the same examples for both."""
-    a, b = np.stack(runs_a), np.stack(runs_b)
-    if a.shape[1] != b.shape[1]:
-        raise ValueError(f"paired runs need the same examples ({a.shape[1]} vs {b.shape[1]})")
+    return contrast(metric, [(1.0, runs_a), (-1.0, runs_b)], n_resamples, seed)
+
+
+def contrast(metric: str, terms: list[tuple[float, list[np.ndarray]]], n_resamples: int = 1000,
+             seed: int = BOOTSTRAP_SEED) -> Interval:
+    """95 % CI of Σ_j c_j · mean_seeds m(method_j) over ``terms`` [(c_j, runs_j)], all on the
+    same evaluation examples: every replicate resamples one set of example indices for every
+    term, and one set of seed picks for every term that ran as many seeds as the first.
+
+    ``[(1, A), (-1, B)]`` is the paired difference A − B; ``[(1, A_small), (-1, B_small),
+    (-1, A_full), (1, B_full)]`` asks whether A's gain over B is larger with less data.
+    """
+    stacks = [np.stack(runs) for _, runs in terms]
+    n = stacks[0].shape[1]
+    if any(s.shape[1] != n for s in stacks):
+        raise ValueError(f"paired runs need the same examples ({[s.shape[1] for s in stacks]})")
     rng = np.random.default_rng(seed)
-    indices = rng.integers(0, a.shape[1], size=(n_resamples, a.shape[1]))
-    picks_a = rng.integers(0, len(runs_a), size=(n_resamples, len(runs_a)))
-    picks_b = picks_a if len(runs_b) == len(runs_a) else \
-        rng.integers(0, len(runs_b), size=(n_resamples, len(runs_b)))
-    values = (_replicate_means(metric, a, indices, picks_a)
-              - _replicate_means(metric, b, indices, picks_b))
-    point = (float(np.mean([metric_value(metric, r) for r in runs_a]))
-             - float(np.mean([metric_value(metric, r) for r in runs_b])))
+    indices = rng.integers(0, n, size=(n_resamples, n))
+    first = rng.integers(0, len(stacks[0]), size=(n_resamples, len(stacks[0])))
+    values = np.zeros(n_resamples)
+    point = 0.0
+    for (coef, runs), stacked in zip(terms, stacks):
+        picks = first if len(runs) == len(stacks[0]) else \
+            rng.integers(0, len(runs), size=(n_resamples, len(runs)))
+        values += coef * _replicate_means(metric, stacked, indices, picks)
+        point += coef * float(np.mean([metric_value(metric, r) for r in runs]))
     low, high = np.percentile(values, [2.5, 97.5])
     return Interval(point, float(low), float(high))

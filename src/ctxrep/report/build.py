@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 from ctxrep.io import atomic_dir, atomic_file, write_json
 from ctxrep.report import evidence as ev
 from ctxrep.report import findings, plots
+from ctxrep.report import learning_curves as lc
 from ctxrep.report.inputs import ComputeEntry, ReportInputs, ledger_stages
 from ctxrep.report.published import BERT_PRETRAINING, ELMO_PRETRAINING
 from ctxrep.report.summary import headline, summarise
@@ -176,7 +177,7 @@ def ledger_section(inputs: ReportInputs, wall_time: bool = False) -> str:
     FLOPs are estimates: training 6 x weights x tokens (the models' own analytic counts for
     pretraining and BERT), forward only for extract; tokenize does no model arithmetic."""
     groups: dict[str, list[ComputeEntry]] = {}
-    for name, row in ledger_stages(inputs.tasks, inputs.methods):
+    for name, row in ledger_stages(inputs.tasks, inputs.methods, inputs.curve):
         if name in inputs.compute:
             groups.setdefault(row, []).append(inputs.compute[name])
     if not groups:
@@ -304,11 +305,13 @@ def build_report(inputs: ReportInputs, profile: str | None = None) -> Report:
     if profile:
         header += f"\n\nParams profile: `{profile}`."
     evidence = ev.gather(inputs)
+    evidence.judgements += lc.judgements(inputs)
     sections = [header, ev.claims_section(evidence, inputs), ev.baselines_section(inputs, evidence),
                 data_section(inputs), scale_section(inputs), ledger_section(inputs),
                 results_section(inputs), findings_section(inputs), curves_section(inputs, figures),
-                probe_section(inputs, figures), mix_section(inputs, figures),
-                loss_section(inputs, figures), neighbors_section(inputs)]
+                lc.section(inputs, figures), probe_section(inputs, figures),
+                mix_section(inputs, figures), loss_section(inputs, figures),
+                neighbors_section(inputs)]
     ledger = f"# ctxrep: compute ledger\n\n{ledger_section(inputs, wall_time=True)}\n"
     summary = summarise(inputs.transfer, ev.summary_extras(inputs, evidence))
     return Report(summary, "\n\n".join(sections) + "\n", figures, ledger)

@@ -12,6 +12,8 @@ Paths (relative to the repo root):
     metrics/baselines/<task>.json                     the task's trivial baselines
     data/predictions/<task>/<method>/seed<N>.json     a cell's predictions, one file per seed
     data/predictions/<task>/baselines/<name>.json     a baseline's predictions
+    metrics/learning_curves/<task>/<method>.json      a learning curve's points (fractions < 1)
+    data/learning_curves/<task>/<method>/fraction<f>/seed<N>.json   their predictions
     metrics/probe/<model>.json                        per-layer probe scores
     reports/compute/<stage>.json                      wall time, data, parameters, FLOPs
     data/raw/corpus/MANIFEST.json, data/raw/tasks/<task>/MANIFEST.json
@@ -168,6 +170,41 @@ def read_prediction_grid(root: Path, transfer: dict, baselines: dict) -> dict:
     return grid
 
 
+@dataclass
+class CurvePoint:
+    """One point of a learning curve: a method trained on ``train_examples`` examples."""
+
+    train_examples: int
+    predictions: list[Predictions]    # one per seed, on the same evaluation examples
+
+
+def read_learning_curves(root: Path, tasks: list[str], methods: list[str]) -> dict:
+    """task -> method -> [CurvePoint] of the learning_curve stage (fractions below 1, smallest
+    first); the whole-data point is the grid's cell and is added by the report."""
+    curves: dict = {}
+    for task in tasks:
+        for method in methods:
+            path = root / "metrics" / "learning_curves" / task / f"{method}.json"
+            record = read_json(path)
+            if record is None:
+                continue
+            require(record, path, "points")
+            points = []
+            for point in record["points"]:
+                if "unavailable" in point:
+                    continue
+                require(point, path, "train_fraction", "train_examples", "seeds")
+                folder = (root / "data" / "learning_curves" / task / method
+                          / f"fraction{point['train_fraction']}")
+                files = [folder / f"seed{seed}.json" for seed in point["seeds"]]
+                if all(f.exists() for f in files):
+                    points.append(CurvePoint(int(point["train_examples"]),
+                                             [read_predictions(f) for f in files]))
+            if points:
+                curves.setdefault(task, {})[method] = points
+    return curves
+
+
 def read_mix_weights(mix, path: Path) -> dict[str, list[list[float]]]:
     """``{position: [[weight per layer] per seed]}``; a position whose seeds are all ``null``
     (a method without a learned mix, e.g. ``static``) is dropped."""
@@ -230,14 +267,19 @@ def read_compute(path: Path) -> ComputeEntry | None:
                         flops=optional["flops"])
 
 
-def ledger_stages(tasks: list[str], methods: list[str]) -> list[tuple[str, str]]:
+def ledger_stages(tasks: list[str], methods: list[str],
+                  curve: dict | None = None) -> list[tuple[str, str]]:
     """(stage, ledger row) of every stage in the compute ledger, in pipeline order; a method's
-    transfer cells share a row. Only this grid's cells: others may be left from earlier runs."""
+    transfer cells share a row, as do its learning-curve stages. Only this run's grid and
+    curves (``curve``: the learning_curve params): other files may be left from earlier runs."""
+    curve_stages = [(f"learning_curve@{t}-{m}", f"learning curve {m}")
+                    for m in curve["methods"] for t in curve["tasks"]] if curve else []
     single = ["tokenize", "pretrain_bilm", "pretrain_bert", "extract@bilm", "extract@bert",
               "extract@bilm-random", "extract@bert-random"]
     return ([(name, name) for name in single]
             + [(f"baseline@{t}", "baselines") for t in tasks]
             + [(f"transfer@{t}-{m}", f"transfer {m}") for m in methods for t in tasks]
+            + curve_stages
             + [(name, name) for name in ("probe@bilm", "probe@bert")])
 
 
@@ -256,6 +298,8 @@ class ReportInputs:
     compute: dict[str, ComputeEntry] = field(default_factory=dict)   # stage -> its cost
     baselines: dict[str, dict] = field(default_factory=dict)         # task -> baselines record
     predictions: dict = field(default_factory=dict)   # task -> method -> [Predictions per seed]
+    learning_curves: dict = field(default_factory=dict)  # task -> method -> [CurvePoint]
+    curve: dict = field(default_factory=dict)  # the learning_curve params: tasks, methods
 
 
 def read_transfer_grid(root: Path, tasks: list[str], methods: list[str]) -> dict:
@@ -272,9 +316,10 @@ def read_transfer_grid(root: Path, tasks: list[str], methods: list[str]) -> dict
 
 
 def load_inputs(root: Path | str, tasks: list[str], methods: list[str],
-                fetched: list[str] | None = None) -> ReportInputs:
+                fetched: list[str] | None = None, curve: dict | None = None) -> ReportInputs:
     """Everything the report reads, from the repo at ``root``: the cells of ``tasks`` ×
-    ``methods`` (the grid) and the manifests of the ``fetched`` tasks (default: ``tasks``)."""
+    ``methods`` (the grid), the manifests of the ``fetched`` tasks (default: ``tasks``) and
+    the learning curves of ``curve`` (the ``learning_curve`` params: tasks, methods)."""
     root = Path(root)
     metrics = root / "metrics"
     neighbors = root / "reports" / "neighbors.md"
@@ -292,7 +337,10 @@ def load_inputs(root: Path | str, tasks: list[str], methods: list[str],
         task_manifests={t: read_json(root / "data" / "raw" / "tasks" / t / "MANIFEST.json")
                         for t in (tasks if fetched is None else fetched)},
         neighbors=neighbors.read_text() if neighbors.exists() else None,
-        compute={name: entry for name, _ in ledger_stages(tasks, methods)
+        compute={name: entry for name, _ in ledger_stages(tasks, methods, curve)
                  if (entry := read_compute(root / COMPUTE_DIR / f"{name}.json")) is not None},
         baselines=baselines,
-        predictions=read_prediction_grid(root, transfer, baselines))
+        predictions=read_prediction_grid(root, transfer, baselines),
+        learning_curves=read_learning_curves(root, list(curve["tasks"]), list(curve["methods"]))
+        if curve else {},
+        curve={"tasks": list(curve["tasks"]), "methods": list(curve["methods"])} if curve else {})

@@ -32,13 +32,27 @@ def summarise(transfer: dict[str, dict[str, TransferResult]], extras: dict | Non
 
 def headline(summary: dict) -> dict:
     """``metrics/headline.json``, the DVC metric: {task: {method or baseline: mean}}, so
-    ``dvc exp show`` gets one column per grid cell and baseline (std, seeds and CIs stay in
-    summary.json)."""
+    ``dvc exp show`` gets one column per grid cell and baseline, and ``claims``:
+    {"<better>_vs_<worse>": {task: {delta, low, high}}} for the papers' method-vs-method claims,
+    so experiments can be compared on them (``ctxrep.sweep``). Stds, seeds and the CIs of
+    single cells stay in summary.json."""
     out = {task: {method: cell["mean"] for method, cell in cells.items()}
            for task, cells in summary["cells"].items()}
     for task, scores in summary.get("baselines", {}).items():
         out.setdefault(task, {}).update({name: round(v, DECIMALS) for name, v in scores.items()})
-    return {task: dict(sorted(cells.items())) for task, cells in sorted(out.items())}
+    out = {task: dict(sorted(cells.items())) for task, cells in sorted(out.items())}
+    claims: dict = {}
+    for claim in summary.get("claims", []):
+        if not (claim["better"].replace("-", "").isalnum() and
+                claim["worse"].replace("-", "").isalnum()):
+            continue   # a composite comparison (learning curves): summary.json only
+        low, high = claim["ci95"]
+        claims.setdefault(f"{claim['better']}_vs_{claim['worse']}", {})[claim["task"]] = {
+            "delta": round(claim["estimate"], DECIMALS), "low": round(low, DECIMALS),
+            "high": round(high, DECIMALS)}
+    if claims:
+        out["claims"] = {k: dict(sorted(v.items())) for k, v in sorted(claims.items())}
+    return out
 
 
 def flat_numbers(summary: dict) -> dict[str, float]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from ctxrep import config
 from ctxrep.analysis.baselines import predict_all
 from ctxrep.transfer.data import TaskUnavailable, load_task, spec
-from ctxrep.transfer.predictions import write_predictions
+from ctxrep.transfer.predictions import predictions_dir, write_predictions
 from ctxrep.transfer.scoring import primary_key, readable, references, score
 from ctxrep.transfer.selection import train_dev_indices
 
@@ -28,7 +28,8 @@ def run_baselines(task: str, common: config.TransferCommon) -> dict:
     try:
         splits = load_task(task, common)
     except TaskUnavailable as e:
-        write_predictions(task, "baselines", {"unavailable.json": {"reason": str(e)}})
+        write_predictions(predictions_dir(task, "baselines"),
+                          {"unavailable.json": {"reason": str(e)}})
         return {**record, "unavailable": str(e)}
     eval_split = next(s for s in splits if s != "train")
     train_idx, _ = train_dev_indices(len(splits["train"]), common.dev_fraction)
@@ -41,6 +42,6 @@ def run_baselines(task: str, common: config.TransferCommon) -> dict:
         files[f"{name}.json"] = {"task": task, "method": name, "seed": 0,
                                  "eval_split": eval_split, "references": gold,
                                  "predictions": readable(task_spec.kind, eval_set, predictions)}
-    write_predictions(task, "baselines", files)
+    write_predictions(predictions_dir(task, "baselines"), files)
     record["train_examples"], record["eval_examples"] = len(train_set), len(eval_set)
     return record

@@ -7,9 +7,9 @@ weights of the feature-based methods, and nothing that differs from run to run (
 MLflow and the compute ledger). A task that no data location could serve gives a record with
 ``unavailable`` and no scores.
 
-Each seed's predictions on the evaluation split are saved beside the references
-(``data/predictions/<task>/<method>/seed<N>.json``): any metric, and the bootstrap CIs of the
-report, are computed from them without retraining.
+Each seed's predictions on the evaluation split travel with the cell, beside the references,
+for the stage to save (``data/predictions/<task>/<method>/seed<N>.json``): any metric, and the
+bootstrap CIs of the report, are computed from them without retraining.
 
 Checkpoints of an interrupted seed live under ``data/checkpoints/transfer/<task>/<method>/
 <key>/seed<N>``, where ``key`` hashes the cell's params and the bytes of its inputs: a rerun
@@ -30,9 +30,8 @@ from ctxrep.transfer.data import TaskUnavailable, load_task, spec, task_dir
 from ctxrep.transfer.feature_train import run_feature_transfer
 from ctxrep.transfer.features import FeatureStore
 from ctxrep.transfer.finetune import run_finetune
-from ctxrep.transfer.predictions import write_predictions
 from ctxrep.transfer.scoring import primary_key, readable, references
-from ctxrep.transfer.selection import train_dev_indices
+from ctxrep.transfer.selection import nested_subset, train_dev_indices
 
 CHECKPOINTS = Path("data/checkpoints/transfer")
 FEATURES = Path("data/features")
@@ -53,6 +52,7 @@ class CellCost:
 class Cell:
     record: dict
     cost: CellCost = field(default_factory=CellCost)
+    predictions: dict[str, dict] = field(default_factory=dict)  # file name → saved predictions
 
 
 def input_paths(task: str, method: str) -> list[Path]:
@@ -71,26 +71,32 @@ def is_degenerate(kind: str, predictions: list) -> bool:
     return False
 
 
-def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None) -> Cell:
-    """Train and evaluate ``method`` on ``task`` for every seed of ``common``; save each seed's
-    predictions (:mod:`ctxrep.transfer.predictions`)."""
+def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None,
+             train_fraction: float = 1.0) -> Cell:
+    """Train and evaluate ``method`` on ``task`` for every seed of ``common``, on
+    ``train_fraction`` of the training examples (a nested subset; the dev split stays whole);
+    the cell carries each seed's predictions for :mod:`ctxrep.transfer.predictions`."""
     task_spec = spec(task)
     record = {"task": task, "method": method, "kind": task_spec.kind, "metric": task_spec.metric,
               "primary": primary_key(task_spec.metric), "eval_split": common.eval_split,
               "seeds": common.seeds}
+    if train_fraction != 1.0:
+        record["train_fraction"] = train_fraction
     try:
         splits = load_task(task, common)
     except TaskUnavailable as e:
-        write_predictions(task, method, {"unavailable.json": {"reason": str(e)}})
-        return Cell({**record, "unavailable": str(e)})
+        return Cell({**record, "unavailable": str(e)},
+                    predictions={"unavailable.json": {"reason": str(e)}})
     eval_split = next(s for s in splits if s != "train")
     inputs = [task_dir(task) / "MANIFEST.json", *input_paths(task, method)]
     ckpt_root = CHECKPOINTS / task / method / run_key(
-        config.as_dict(common), config.as_dict(p), sha256_tree(*inputs))
+        config.as_dict(common), config.as_dict(p), train_fraction, sha256_tree(*inputs))
     if method in config.FEATURE_METHODS:
         store = FeatureStore(input_paths(task, method)[0])
         store.check_examples(splits, task_spec.kind)
     train_idx, dev_idx = train_dev_indices(len(splits["train"]), common.dev_fraction)
+    if train_fraction != 1.0:
+        train_idx = nested_subset(train_idx, train_fraction)
     kind = task_spec.kind
     runs = []
     for seed in common.seeds:
@@ -110,11 +116,11 @@ def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None)
     shutil.rmtree(ckpt_root, ignore_errors=True)  # every seed finished: nothing to resume
 
     gold = references(kind, splits[eval_split])
-    write_predictions(task, method, {
+    predictions = {
         f"seed{seed}.json": {"task": task, "method": method, "seed": seed,
                              "eval_split": eval_split, "references": gold,
                              "predictions": readable(kind, splits[eval_split], r["predictions"])}
-        for seed, r in zip(common.seeds, runs)})
+        for seed, r in zip(common.seeds, runs)}
 
     record["scores"] = {k: {"mean": round(statistics.fmean(r["scores"][k] for r in runs), 6),
                             "std": round(statistics.stdev(r["scores"][k] for r in runs), 6)
@@ -133,5 +139,5 @@ def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None)
     cost = CellCost(amount=sum(r["train_tokens"] for r in runs),
                     unit="words" if method in config.FEATURE_METHODS else "sub-word tokens",
                     params=runs[0]["trainable_params"], flops=sum(r["train_flops"] for r in runs))
-    return Cell(record, cost)
+    return Cell(record, cost, predictions)
 

@@ -34,6 +34,17 @@ def train_dev_indices(n_train: int, dev_fraction: float) -> tuple[list[int], lis
     return sorted(order[n_dev:].tolist()), sorted(order[:n_dev].tolist())
 
 
+def nested_subset(indices: list[int], fraction: float) -> list[int]:
+    """The first ``round(fraction · n)`` (at least 1) of ``indices`` in a fixed random order,
+    sorted: subsets of one list are nested (a smaller fraction's examples are all in a larger
+    one's), so a learning curve adds data and never swaps it."""
+    if not 0.0 < fraction <= 1.0:
+        raise ValueError(f"fraction must be in (0, 1], got {fraction}")
+    order = np.random.default_rng(DEV_SEED + 1).permutation(len(indices))
+    keep = max(1, round(fraction * len(indices)))
+    return sorted(indices[i] for i in order[:keep])
+
+
 class BestOnDev:
     """Keeps the weights of the epoch with the best dev score (higher is better)."""
 

@@ -1,0 +1,149 @@
+"""A pretraining-budget sweep: how much pretraining before contextual features pay off.
+
+Queue experiments that differ in one pretraining budget, run them, then collect them:
+
+    for s in 100 200 400 800; do
+      dvc exp run --queue -S profile=default -S pretrain_bilm.steps=$s -n bilm-steps-$s
+    done
+    dvc exp run --run-all
+    python -m ctxrep.sweep --model bilm --claim elmo:static
+
+Every experiment's ``metrics/headline.json`` carries the report's claims (Δ and its 95 %
+bootstrap CI per task) and ``metrics/pretrain_<model>.json`` its pretraining tokens; both are
+DVC metrics, so ``dvc exp show --json`` has them for every experiment without checking any out.
+This module writes ``reports/sweep.md`` (one row per experiment and task) and
+``reports/sweep.png`` (Δ with its CI against pretraining tokens, one line per task): the
+smallest budget whose CI clears 0 is where the contextual features start to pay.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from matplotlib.figure import Figure
+
+from ctxrep.io import atomic_file
+from ctxrep.report import plots
+from ctxrep.report.tables import markdown_table
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    experiment: str
+    tokens: int           # pretraining tokens of the swept model
+    delta: float          # better − worse, seed means (fraction, not percent)
+    low: float
+    high: float
+
+    @property
+    def verdict(self) -> str:
+        return "reproduced" if self.low > 0 else "contradicted" if self.high < 0 else "inconclusive"
+
+
+def experiments(show: list) -> list[tuple[str, dict]]:
+    """(name, metrics by path) of every experiment in ``dvc exp show --json`` output, and of
+    each baseline commit (the workspace aside: it is one of them or uncommitted)."""
+    out = []
+    for baseline in show:
+        if baseline.get("rev") != "workspace" and baseline.get("data"):
+            out.append((baseline.get("name") or baseline["rev"][:7], baseline["data"]))
+        for exp in baseline.get("experiments") or []:
+            for rev in exp.get("revs") or []:
+                if rev.get("data"):
+                    out.append((rev.get("name") or exp.get("name") or rev["rev"][:7], rev["data"]))
+    return out
+
+
+def _metric(data: dict, path: str) -> dict | None:
+    entry = (data.get("metrics") or {}).get(path)
+    return entry.get("data") if isinstance(entry, dict) else None
+
+
+def sweep_points(show: list, model: str, better: str, worse: str) -> dict[str, list[SweepPoint]]:
+    """task -> points (fewest pretraining tokens first) of the claim ``better`` > ``worse``,
+    from every experiment whose metrics hold both the claim and the model's token count."""
+    points: dict[str, list[SweepPoint]] = {}
+    for name, data in experiments(show):
+        pretrain = _metric(data, f"metrics/pretrain_{model}.json") or {}
+        claims = (_metric(data, "metrics/headline.json") or {}).get("claims", {})
+        by_task = claims.get(f"{better}_vs_{worse}", {})
+        if "train_tokens" not in pretrain:
+            continue
+        for task, c in by_task.items():
+            points.setdefault(task, []).append(
+                SweepPoint(name, int(pretrain["train_tokens"]), c["delta"], c["low"], c["high"]))
+    return {task: sorted(pts, key=lambda p: (p.tokens, p.experiment))
+            for task, pts in sorted(points.items())}
+
+
+@plots.default_style
+def figure(points: dict[str, list[SweepPoint]], better: str, worse: str) -> Figure | None:
+    if not points:
+        return None
+    fig, (ax,) = plots.new_figure(1, extra_width=1.4)
+    for task, pts in points.items():
+        xs = [p.tokens for p in pts]
+        ys = [100 * p.delta for p in pts]
+        err = [[100 * (p.delta - p.low) for p in pts], [100 * (p.high - p.delta) for p in pts]]
+        ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, linewidth=1, label=task)
+    ax.axhline(0.0, color="black", linewidth=0.8)
+    ax.set_xscale("log")
+    ax.set(title=f"{better} − {worse} vs pretraining", xlabel="pretraining tokens",
+           ylabel="Δ (points, 95 % CI)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return fig
+
+
+def table(points: dict[str, list[SweepPoint]], better: str, worse: str) -> str:
+    rows = [[task, p.experiment, f"{p.tokens:,}", f"{100 * p.delta:+.1f}",
+             f"[{100 * p.low:+.1f}, {100 * p.high:+.1f}]", p.verdict]
+            for task, pts in points.items() for p in pts]
+    head = f"# Pretraining-budget sweep: {better} − {worse}\n\n"
+    if not rows:
+        return head + ("_No experiment has both the claim and the pretraining metrics: run the "
+                       "queued experiments first (see `python -m ctxrep.sweep --help`)._\n")
+    return head + markdown_table(["task", "experiment", "pretraining tokens", "Δ", "95 % CI",
+                                  "verdict"], rows) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ctxrep.sweep", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", choices=("bilm", "bert"), default="bilm",
+                        help="whose pretraining tokens are the x axis")
+    parser.add_argument("--claim", default="elmo:static", help="BETTER:WORSE (methods)")
+    parser.add_argument("--show-json", type=Path,
+                        help="read this `dvc exp show --json` output instead of running it")
+    parser.add_argument("--out", type=Path, default=Path("reports"))
+    args = parser.parse_args(argv)
+    if ":" not in args.claim:
+        parser.error(f"--claim {args.claim!r}: expected BETTER:WORSE, e.g. elmo:static")
+    better, worse = args.claim.split(":", 1)
+    if args.show_json:
+        show = json.loads(args.show_json.read_text())
+    else:
+        proc = subprocess.run(["dvc", "exp", "show", "--json"], capture_output=True, text=True)
+        if proc.returncode != 0:
+            print(f"dvc exp show failed: {proc.stderr.strip()}", file=sys.stderr)
+            return 2
+        show = json.loads(proc.stdout)
+    points = sweep_points(show, args.model, better, worse)
+    args.out.mkdir(parents=True, exist_ok=True)
+    with atomic_file(args.out / "sweep.md") as f:
+        f.write(table(points, better, worse))
+    fig = figure(points, better, worse)
+    if fig is not None:
+        plots.save_png(fig, args.out / "sweep.png")
+    print(f"{sum(map(len, points.values()))} points on {len(points)} task(s) → "
+          f"{args.out / 'sweep.md'}" + (f", {args.out / 'sweep.png'}" if fig else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
