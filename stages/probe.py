@@ -2,14 +2,17 @@
 
     python stages/probe.py bilm|bert
 
-Reads ``data/features/<model>/<task>/`` (extract) and ``data/raw/tasks/<task>/dataset``.
+Reads ``data/features/<model>/<task>/`` (extract) and ``data/raw/tasks/<task>/dataset``; also
+writes each probed task's per-example predictions of every layer to
+``data/predictions/probe/<model>/<task>.json``, from which the report bootstraps the layer
+comparisons.
 """
 
 import sys
 import time
 
 from ctxrep import config
-from ctxrep.io import write_json
+from ctxrep.io import atomic_dir, write_json
 from ctxrep.stage import stage
 from ctxrep.transfer.data import load_task
 from ctxrep.transfer.probe import probe_model
@@ -25,7 +28,11 @@ with stage(f"probe@{model}", "probe") as ctx:
     start = time.perf_counter()
     # The examples extract featurized: the same subsample transfer uses (transfer.common).
     common = config.load_transfer_common(ctx.params)
-    result = probe_model(model, "data/features", lambda task: load_task(task, common), params)
+    result, predictions = probe_model(model, "data/features",
+                                      lambda task: load_task(task, common), params)
+    with atomic_dir(f"data/predictions/probe/{model}") as tmp:
+        for task, entry in predictions.items():
+            write_json(tmp / f"{task}.json", {"task": task, "model": model, **entry}, indent=None)
     write_json(f"metrics/probe/{model}.json", result)
     if ctx.run:
         ctx.run.log_metrics({f"{task}.layer{j}": score

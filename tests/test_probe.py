@@ -9,6 +9,7 @@ import pytest
 from datasets import ClassLabel, Dataset, DatasetDict, Features, List, Value
 
 from ctxrep.config import ParamError, defaults
+from ctxrep.metrics import compute
 from ctxrep.transfer.features import FeatureStore, FieldWriter, examples_fingerprint
 from ctxrep.transfer.probe import pair_vector, probe_model, target_word_index
 
@@ -86,7 +87,8 @@ def probe_result(tmp_path_factory):
     rng = np.random.default_rng(0)
     datasets = {"ud_pos": make_ud_pos(features_root / "toy" / "ud_pos", rng),
                 "wic": make_wic(features_root / "toy" / "wic", rng)}
-    return probe_model("toy", features_root, datasets.__getitem__, PARAMS), features_root, datasets
+    result, predictions = probe_model("toy", features_root, datasets.__getitem__, PARAMS)
+    return result, features_root, datasets, predictions
 
 
 @pytest.mark.parametrize("task,chance", [("ud_pos", 1 / N_TAGS), ("wic", 0.5)])
@@ -110,12 +112,29 @@ def test_result_records_metric_and_sizes(probe_result):
 
 
 def test_probe_is_deterministic(probe_result):
-    result, features_root, datasets = probe_result
-    assert probe_model("toy", features_root, datasets.__getitem__, PARAMS) == result
+    result, features_root, datasets, predictions = probe_result
+    assert probe_model("toy", features_root, datasets.__getitem__, PARAMS) == (result, predictions)
+
+
+def test_saved_predictions_regroup_by_example_and_score_as_the_probe_does(probe_result):
+    result, _, datasets, predictions = probe_result
+    pos, wic = predictions["ud_pos"], predictions["wic"]
+    names = datasets["ud_pos"]["validation"].features["tags"].feature.names
+    gold_tags = [[names[t] for t in tags] for tags in datasets["ud_pos"]["validation"]["tags"]]
+    assert pos["references"] == gold_tags           # tag names, a list per sentence, in order
+    assert wic["references"] == list(datasets["wic"]["validation"]["label"])
+    for task, entry in (("ud_pos", pos), ("wic", wic)):
+        assert len(entry["layers"]) == N_LAYERS
+        for layer, predicted in enumerate(entry["layers"]):
+            metric = compute(result["tasks"][task]["metric"], predicted, entry["references"])
+            assert round(metric[result["tasks"][task]["metric"]], 4) == \
+                result["tasks"][task]["layers"][layer]
 
 
 def test_task_without_features_is_skipped_with_a_reason(tmp_path):
-    result = probe_model("toy", tmp_path, lambda task: pytest.fail("no data set needed"), PARAMS)
+    result, predictions = probe_model("toy", tmp_path, lambda task: pytest.fail("no data set "
+                                                                         "needed"), PARAMS)
+    assert predictions == {}
     for entry in result["tasks"].values():
         assert "layers" not in entry
         assert "run extract" in entry["skipped"]

@@ -404,3 +404,31 @@ def test_learning_curves_absent_or_not_run_say_so(tmp_path):
                                        curve={"tasks": ["sst2"], "methods": ["static", "elmo"]}))
     assert "Not run yet" in missing.markdown
     assert not any("sample efficiency" in c["claim"] for c in missing.summary["claims"])
+
+
+def test_probe_layer_claims_are_judged_from_saved_predictions(tmp_path):
+    """POS: layer 1 right on 90 % of words, the top layer on 60 % → reproduced; word sense:
+    both layers equally right → inconclusive; and the point-estimate probe check goes away."""
+    root = make_repo(tmp_path)
+    tags = [[i % 3, (i + 1) % 3, (i + 2) % 3] for i in range(300)]
+
+    def tagged(share: float) -> list:
+        return [t if i < share * len(tags) else [(x + 1) % 3 for x in t]
+                for i, t in enumerate(tags)]
+
+    write(root, "data/predictions/probe/bilm/ud_pos.json", {
+        "metric": "token_accuracy", "references": tags,
+        "layers": [tagged(0.5), tagged(0.9), tagged(0.6)]})
+    labels = [i % 2 for i in range(300)]
+    write(root, "data/predictions/probe/bilm/wic.json", {
+        "metric": "accuracy", "references": labels, "layers": [labels, labels, labels]})
+    report = report_for(root)
+    pos = claim_row(report.markdown, "ud_pos", "biLM layer 1 − biLM top layer")
+    assert pos["verdict"] == "**reproduced**" and float(pos["Δ"]) == pytest.approx(30.0)
+    wic = claim_row(report.markdown, "wic", "biLM top layer − biLM layer 1")
+    assert wic["verdict"] == "**inconclusive**"
+    assert "biLM probe on ud_pos" not in report.markdown   # no point-estimate duplicate
+    write(root, "data/predictions/probe/bilm/wic.json", {
+        "metric": "accuracy", "references": labels, "layers": [labels, labels[:10], labels]})
+    with pytest.raises(ReportInputError, match="layer 1: 10 predictions for 300"):
+        report_for(root)

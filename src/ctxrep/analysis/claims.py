@@ -50,6 +50,23 @@ CLAIMS = (
 )
 
 
+# Probing claims (ELMo §5.3): the "methods" are the biLM's layers, each probed alone (a linear
+# probe per layer, see ctxrep.transfer.probe); the report names them as below.
+FIRST_LAYER, TOP_LAYER = "biLM layer 1", "biLM top layer"
+LAYER_CLAIMS = (
+    Claim(FIRST_LAYER, TOP_LAYER, "part-of-speech is best predicted from the first biLSTM layer",
+          "ELMo §5.3 (seed 004)", tasks=("ud_pos",)),
+    Claim(TOP_LAYER, FIRST_LAYER, "word sense is best predicted from the top biLSTM layer",
+          "ELMo §5.3 (seed 004)", tasks=("wic",)),
+)
+
+
+def layer_runs(layers: list) -> dict[str, list]:
+    """The first and top biLSTM layers' probe statistics as two single-run "methods" (layer 0 is
+    the context-free token layer; a biLM with one LSTM layer has no comparison to make)."""
+    return {FIRST_LAYER: [layers[1]], TOP_LAYER: [layers[-1]]} if len(layers) >= 3 else {}
+
+
 def verdict(interval: Interval) -> str:
     if interval.low > 0:
         return "reproduced"

@@ -223,9 +223,11 @@ def results_section(inputs: ReportInputs) -> str:
 
 def findings_section(inputs: ReportInputs) -> str:
     """Checks without per-example predictions (so without a CI): the pretrained models against
-    trivial predictors, and the probes' layer comparison (point estimates, said so)."""
-    found = (findings.pretraining_findings(inputs.pretrain)
-             + findings.probe_findings(inputs.probes.get("bilm")))
+    trivial predictors, and the probes' layer comparison when the probes saved no predictions
+    (point estimates, said so)."""
+    found = findings.pretraining_findings(inputs.pretrain)
+    if "bilm" not in inputs.probe_predictions:   # else judged with CIs in the claims table
+        found += findings.probe_findings(inputs.probes.get("bilm"))
     parts = ["## Other checks (point estimates, no CI)", ""]
     if not found:
         return "\n".join(parts + ["_No check can be made yet: the metrics it needs are "

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ctxrep.analysis.bootstrap import STATISTIC, Interval, bootstrap_mean, example_stats
-from ctxrep.analysis.claims import Judgement, judge_all
+from ctxrep.analysis.claims import LAYER_CLAIMS, Judgement, judge_all, layer_runs
 from ctxrep.report.inputs import ReportInputs
 from ctxrep.report.tables import MISSING, markdown_table, percent_scale
 
@@ -53,7 +53,23 @@ def gather(inputs: ReportInputs) -> Evidence:
         evidence.intervals[task] = {m: bootstrap_mean(statistic, runs)
                                     for m, runs in evidence.runs[task].items()}
     evidence.judgements = judge_all(evidence.runs, evidence.statistic)
+    evidence.judgements += probe_judgements(inputs)
     return evidence
+
+
+def probe_judgements(inputs: ReportInputs) -> list[Judgement]:
+    """ELMo §5.3's layer claims from the biLM probes' saved predictions: the first vs the top
+    biLSTM layer on the same evaluation examples, bootstrapped over examples (one probe run)."""
+    runs, statistic = {}, {}
+    for task, entry in inputs.probe_predictions.get("bilm", {}).items():
+        stat = STATISTIC.get((entry["metric"], entry["metric"]))
+        if stat is None:
+            continue
+        layers = [example_stats(stat, predicted, entry["references"])
+                  for predicted in entry["layers"]]
+        if layer_runs(layers):
+            runs[task], statistic[task] = layer_runs(layers), stat
+    return judge_all(runs, statistic, LAYER_CLAIMS)
 
 
 def _pct(value: float, scale: float) -> str:

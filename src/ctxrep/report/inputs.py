@@ -15,6 +15,7 @@ Paths (relative to the repo root):
     metrics/learning_curves/<task>/<method>.json      a learning curve's points (fractions < 1)
     data/learning_curves/<task>/<method>/fraction<f>/seed<N>.json   their predictions
     metrics/probe/<model>.json                        per-layer probe scores
+    data/predictions/probe/<model>/<task>.json        per-layer probe predictions, per example
     reports/compute/<stage>.json                      wall time, data, parameters, FLOPs
     data/raw/corpus/MANIFEST.json, data/raw/tasks/<task>/MANIFEST.json
     reports/neighbors.md                              contextual-neighbours text, verbatim
@@ -205,6 +206,23 @@ def read_learning_curves(root: Path, tasks: list[str], methods: list[str]) -> di
     return curves
 
 
+def read_probe_predictions(root: Path) -> dict:
+    """model -> task -> {metric, references, layers: [per-example predictions of layer j]},
+    written by the probe stage (``data/predictions/probe/<model>/<task>.json``)."""
+    out: dict = {}
+    for model in PROBE_MODELS:
+        folder = root / "data" / "predictions" / "probe" / model
+        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+            data = read_json(path)
+            require(data, path, "metric", "references", "layers")
+            for j, layer in enumerate(data["layers"]):
+                if len(layer) != len(data["references"]):
+                    raise ReportInputError(path, f"layer {j}: {len(layer)} predictions for "
+                                                 f"{len(data['references'])} references")
+            out.setdefault(model, {})[path.stem] = data
+    return out
+
+
 def read_mix_weights(mix, path: Path) -> dict[str, list[list[float]]]:
     """``{position: [[weight per layer] per seed]}``; a position whose seeds are all ``null``
     (a method without a learned mix, e.g. ``static``) is dropped."""
@@ -300,6 +318,7 @@ class ReportInputs:
     predictions: dict = field(default_factory=dict)   # task -> method -> [Predictions per seed]
     learning_curves: dict = field(default_factory=dict)  # task -> method -> [CurvePoint]
     curve: dict = field(default_factory=dict)  # the learning_curve params: tasks, methods
+    probe_predictions: dict = field(default_factory=dict)  # model -> task -> layer predictions
 
 
 def read_transfer_grid(root: Path, tasks: list[str], methods: list[str]) -> dict:
@@ -333,6 +352,7 @@ def load_inputs(root: Path | str, tasks: list[str], methods: list[str],
         curves={m: read_curve(metrics / f"pretrain_{m}_curve.tsv") for m in PRETRAIN_MODELS},
         transfer=transfer,
         probes={m: read_probe(metrics / "probe" / f"{m}.json") for m in PROBE_MODELS},
+        probe_predictions=read_probe_predictions(root),
         corpus_manifest=read_json(root / "data" / "raw" / "corpus" / "MANIFEST.json"),
         task_manifests={t: read_json(root / "data" / "raw" / "tasks" / t / "MANIFEST.json")
                         for t in (tasks if fetched is None else fetched)},

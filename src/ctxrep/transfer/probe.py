@@ -44,15 +44,27 @@ TRAIN_SPLIT, EVAL_SPLIT = "train", "validation"
 
 @dataclass
 class ProbeData:
-    """One split's probe items: ``x`` (n_layers, n_items, dim) and ``y`` (n_items,) labels."""
+    """One split's probe items: ``x`` (n_layers, n_items, dim) and ``y`` (n_items,) labels;
+    ``sizes[e]`` items come from example ``e`` (a sentence's words; 1 for a pair)."""
 
     x: np.ndarray
     y: np.ndarray
-    n_examples: int  # sentences (ud_pos) or pairs (wic) the items come from
+    sizes: list[int]
 
     @property
     def n_items(self) -> int:
         return len(self.y)
+
+    @property
+    def n_examples(self) -> int:  # sentences (ud_pos) or pairs (wic) the items come from
+        return len(self.sizes)
+
+    def per_example(self, items: np.ndarray) -> list:
+        """Item values regrouped by example: a list per sentence (tagging), a value per pair."""
+        if all(size == 1 for size in self.sizes):
+            return items.tolist()
+        bounds = np.cumsum([0, *self.sizes])
+        return [items[a:b].tolist() for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 def _example_order(n: int, seed: int | None) -> np.ndarray:
@@ -83,7 +95,7 @@ def tagging_items(features: FieldFeatures, split, max_items: int, seed: int | No
         xs.append(layers)
         ys.append(np.asarray(tags, dtype=np.int64))
         total += len(tags)
-    return ProbeData(np.concatenate(xs, axis=1), np.concatenate(ys), len(xs))
+    return ProbeData(np.concatenate(xs, axis=1), np.concatenate(ys), [len(y) for y in ys])
 
 
 def target_word_index(sentence: str, start: int) -> int:
@@ -116,7 +128,7 @@ def word_in_context_items(first: FieldFeatures, second: FieldFeatures, split, ma
         v = second[i][:, target_word_index(columns["sentence2"][i], columns["start2"][i]), :]
         xs.append(pair_vector(u, v))
         ys.append(columns["label"][i])
-    return ProbeData(np.stack(xs, axis=1), np.asarray(ys, dtype=np.int64), len(xs))
+    return ProbeData(np.stack(xs, axis=1), np.asarray(ys, dtype=np.int64), [1] * len(xs))
 
 
 def task_items(task: str, store: FeatureStore, dataset, split: str, max_items: int,
@@ -165,8 +177,8 @@ def train_linear_probe(x: torch.Tensor, y: torch.Tensor, n_classes: int,
 
 
 @torch.no_grad()
-def probe_accuracy(probe: nn.Linear, x: torch.Tensor, y: torch.Tensor) -> float:
-    return (probe(x).argmax(dim=1) == y).float().mean().item()
+def probe_predict(probe: nn.Linear, x: torch.Tensor) -> np.ndarray:
+    return probe(x).argmax(dim=1).numpy()
 
 
 @contextlib.contextmanager
@@ -184,18 +196,18 @@ def one_torch_thread() -> Iterator[None]:
 
 
 @one_torch_thread()
-def layer_scores(train: ProbeData, evaluation: ProbeData, n_classes: int,
-                 params: ProbeParams) -> list[float]:
-    """The validation accuracy of a probe trained on each layer alone, layer 0 first."""
-    scores = []
+def layer_predictions(train: ProbeData, evaluation: ProbeData, n_classes: int,
+                      params: ProbeParams) -> list[np.ndarray]:
+    """The evaluation items' predicted labels of a probe trained on each layer alone, layer 0
+    first."""
+    out = []
     for layer in range(train.x.shape[0]):
         x_train, x_eval = standardise(train.x[layer].astype(np.float32),
                                       evaluation.x[layer].astype(np.float32))
         probe = train_linear_probe(torch.from_numpy(x_train), torch.from_numpy(train.y),
                                    n_classes, params)
-        accuracy = probe_accuracy(probe, torch.from_numpy(x_eval), torch.from_numpy(evaluation.y))
-        scores.append(round(accuracy, 4))
-    return scores
+        out.append(probe_predict(probe, torch.from_numpy(x_eval)))
+    return out
 
 
 def n_classes(task: str, dataset) -> int:
@@ -204,8 +216,11 @@ def n_classes(task: str, dataset) -> int:
     return labels.num_classes
 
 
-def probe_task(task: str, store: FeatureStore, dataset, params: ProbeParams) -> dict:
-    """Per-layer probe scores of one task: the ``tasks.<task>`` entry of the probe JSON."""
+def probe_task(task: str, store: FeatureStore, dataset, params: ProbeParams) -> tuple[dict, dict]:
+    """Per-layer probe scores of one task (the ``tasks.<task>`` entry of the probe JSON) and its
+    per-example predictions: {metric, references, layers: [predictions of layer j]}, grouped by
+    example (a list of tag names per sentence, a label per pair) so the report can bootstrap
+    them."""
     cap = params.max_train_words if task == "ud_pos" else params.max_train_pairs
     train = task_items(task, store, dataset, TRAIN_SPLIT, cap, params.seed)
     # The split extract wrote beside train (transfer.common.eval_split): validation by default.
@@ -213,22 +228,34 @@ def probe_task(task: str, store: FeatureStore, dataset, params: ProbeParams) -> 
     evaluation = task_items(task, store, dataset, eval_split, params.max_eval_examples, None)
     classes = n_classes(task, dataset)
     n_layers, _, dim = train.x.shape
+    predicted = layer_predictions(train, evaluation, classes, params)
+
+    def readable(items: np.ndarray) -> list:  # as the transfer saves them: tag names, label ids
+        grouped = evaluation.per_example(items)
+        if task != "ud_pos":
+            return grouped
+        names = dataset[TRAIN_SPLIT].features["tags"].feature.names
+        return [[names[t] for t in sentence] for sentence in grouped]
+
+    predictions = {"metric": PROBE_METRICS[task], "references": readable(evaluation.y),
+                   "layers": [readable(p) for p in predicted]}
     return {"metric": PROBE_METRICS[task],
-            "layers": layer_scores(train, evaluation, classes, params),
+            "layers": [round(float((p == evaluation.y).mean()), 4) for p in predicted],
             # 6 FLOPs per weight and item (forward + backward), every layer's probe, every epoch
             "train_flops": 6.0 * n_layers * params.epochs * train.n_items * dim * classes,
             "train_examples": train.n_examples, "train_items": train.n_items,
-            "eval_examples": evaluation.n_examples, "eval_items": evaluation.n_items}
+            "eval_examples": evaluation.n_examples, "eval_items": evaluation.n_items}, predictions
 
 
 def probe_model(model: str, features_root, load_dataset, params: ProbeParams,
-                tasks=tuple(PROBE_METRICS)) -> dict:
-    """The probe JSON of one model: every task whose features exist, the others marked skipped.
+                tasks=tuple(PROBE_METRICS)) -> tuple[dict, dict]:
+    """The probe JSON of one model (every task whose features exist, the others marked
+    skipped) and each probed task's per-example predictions (see :func:`probe_task`).
 
     ``features_root``: the directory holding ``<model>/<task>/``; ``load_dataset(task)``: the
     task's ``DatasetDict``.
     """
-    results = {}
+    results, predictions = {}, {}
     for task in tasks:
         root = Path(features_root) / model / task
         if not (root / "meta.json").exists():
@@ -237,5 +264,5 @@ def probe_model(model: str, features_root, load_dataset, params: ProbeParams,
             continue
         store, splits = FeatureStore(root), load_dataset(task)
         store.check_examples({s: splits[s] for s in (TRAIN_SPLIT, EVAL_SPLIT)}, PROBE_KINDS[task])
-        results[task] = probe_task(task, store, splits, params)
-    return {"model": model, "params": as_dict(params), "tasks": results}
+        results[task], predictions[task] = probe_task(task, store, splits, params)
+    return {"model": model, "params": as_dict(params), "tasks": results}, predictions
