@@ -233,3 +233,13 @@ def test_early_stopping_stops_after_patience_epochs_without_gain():
         model.weight.fill_(9.0)
     selection.restore()
     assert model.weight.max().item() < 9.0
+    # a score flat at its first epoch's (nothing learned yet) never stops early
+    flat = BestOnDev(model, "f1", patience=2)
+    for _ in range(6):
+        flat.update({"f1": 0.0})
+        assert not flat.should_stop
+    flat.update({"f1": 0.1})
+    flat.update({"f1": 0.05})
+    assert not flat.should_stop
+    flat.update({"f1": 0.05})
+    assert flat.should_stop and flat.best_epoch == 7
