@@ -18,11 +18,12 @@ from ctxrep.report import findings, plots
 from ctxrep.report import learning_curves as lc
 from ctxrep.report.inputs import ComputeEntry, ReportInputs, ledger_stages
 from ctxrep.report.published import BERT_PRETRAINING, ELMO_PRETRAINING
-from ctxrep.report.summary import headline, summarise
+from ctxrep.report.summary import claim_metrics, headline, summarise
 from ctxrep.report.tables import MISSING, TABLES, markdown_table, published_sources, results_table
 
 SUMMARY_PATH = Path("metrics/summary.json")
 HEADLINE_PATH = Path("metrics/headline.json")     # the DVC metric: one number per cell
+CLAIMS_PATH = Path("metrics/claims.json")         # the DVC metric: Δ and CI per claim
 REPORT_PATH = Path("reports/report.md")
 LEDGER_PATH = Path("reports/compute.md")          # with wall times: differs run to run
 FIGURES_DIR = Path("reports/figures")
@@ -324,6 +325,7 @@ def write_report(report: Report, root: Path | str = ".") -> None:
     root = Path(root)
     write_json(root / SUMMARY_PATH, report.summary)
     write_json(root / HEADLINE_PATH, headline(report.summary))
+    write_json(root / CLAIMS_PATH, claim_metrics(report.summary))
     with atomic_file(root / LEDGER_PATH) as f:
         f.write(report.ledger)
     with atomic_dir(root / FIGURES_DIR) as tmp:
