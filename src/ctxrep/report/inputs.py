@@ -292,8 +292,8 @@ def ledger_stages(tasks: list[str], methods: list[str],
     curves (``curve``: the learning_curve params): other files may be left from earlier runs."""
     curve_stages = [(f"learning_curve@{t}-{m}", f"learning curve {m}")
                     for m in curve["methods"] for t in curve["tasks"]] if curve else []
-    single = ["tokenize", "pretrain_bilm", "pretrain_bert", "extract@bilm", "extract@bert",
-              "extract@bilm-random", "extract@bert-random"]
+    single = ["tokenize", "pretrain_bilm", "pretrain_bert", "pretrain_static", "extract@bilm",
+              "extract@bert", "extract@bilm-random", "extract@bert-random"]
     return ([(name, name) for name in single]
             + [(f"baseline@{t}", "baselines") for t in tasks]
             + [(f"transfer@{t}-{m}", f"transfer {m}") for m in methods for t in tasks]
