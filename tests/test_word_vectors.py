@@ -87,3 +87,8 @@ def test_static_params_are_validated():
     assert e.value.key == "pretrain_static.dim"
     with pytest.raises(config.ParamError):
         w2v_params(window="5")
+
+
+def test_a_corpus_with_no_frequent_enough_word_is_an_input_error():
+    with pytest.raises(InputError, match="min_count=10000"):
+        train_word2vec(Sentences(n=10), w2v_params(min_count=10_000))

@@ -22,9 +22,8 @@ from gensim.models.callbacks import CallbackAny2Vec
 from tqdm.auto import tqdm
 
 from ctxrep.data.tokenized import TokenizedCorpus
+from ctxrep.errors import InputError
 from ctxrep.models.word_vectors import WordVectors
-
-log = logging.getLogger(__name__)
 
 
 def stable_hash(text: str) -> int:
@@ -61,13 +60,15 @@ class EpochProgress(CallbackAny2Vec):
 def train_word2vec(sentences: CorpusSentences, p) -> tuple[WordVectors, int]:
     """Vectors of every word seen ``p.min_count`` times, and the number of corpus words one
     epoch trained on. ``p`` is :class:`ctxrep.config.StaticParams`."""
+    logging.getLogger("gensim").setLevel(logging.WARNING)  # progress: the bar over epochs
     model = Word2Vec(vector_size=p.dim, sg=int(p.sg), window=p.window, min_count=p.min_count,
                      negative=p.negative, hs=0, sample=p.sample, alpha=p.lr,
                      min_alpha=min(p.lr, 1e-4), workers=p.workers, seed=p.seed,
                      hashfxn=stable_hash)
     model.build_vocab(sentences)
     if not model.wv.index_to_key:
-        raise ValueError(f"no word occurs min_count={p.min_count} times in the corpus")
+        raise InputError(f"no word of the corpus occurs pretrain_static.min_count="
+                         f"{p.min_count} times: lower it or use a larger corpus")
     model.train(sentences, total_examples=model.corpus_count, epochs=p.epochs,
                 callbacks=[EpochProgress(p.epochs)])
     words = list(model.wv.index_to_key)
