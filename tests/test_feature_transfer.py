@@ -332,3 +332,21 @@ def test_early_stopping_stops_after_patience_epochs_without_gain():
     assert not flat.should_stop
     flat.update({"f1": 0.05})
     assert flat.should_stop and flat.best_epoch == 7
+
+
+def test_each_method_reads_its_model_features_and_the_word_vectors_as_the_paper_does():
+    """What a cell trains on (and keys its checkpoints by): x_k for every feature-based method
+    but the token-layer control; model features for every one but static."""
+    from pathlib import Path
+
+    from ctxrep import config
+    from ctxrep.transfer.cell import input_paths
+
+    vectors = Path("data/models/static")
+    assert input_paths("ud_pos", "static") == [vectors]
+    assert input_paths("ud_pos", "elmo-token") == [Path("data/features/bilm/ud_pos")]
+    assert input_paths("ud_pos", "elmo") == [Path("data/features/bilm/ud_pos"), vectors]
+    assert input_paths("ud_pos", "bert-random") == [Path("data/features/bert-random/ud_pos"),
+                                                    vectors]
+    assert input_paths("ud_pos", "bert-finetune") == [Path("data/models/bert")]
+    assert config.READS_WORD_VECTORS == set(config.FEATURE_METHODS) - {"elmo-token"}
