@@ -201,7 +201,7 @@ def test_a_static_cell_learns_from_the_word_vectors_it_is_given(tmp_path):
     scores = {}
     for name, vectors in (("informative", informative), ("oov", NO_VECTORS)):
         out = run_feature_transfer("tagging", "token_accuracy", "static", None, splits,
-                                   "validation", 3, params(epochs=30), 0, tmp_path / name,
+                                   "validation", 3, params(epochs=8), 0, tmp_path / name,
                                    every, every, 0, vectors=vectors)
         scores[name] = out["scores"]["token_accuracy"]
     tags = [t for s in evaluation["tags"] for t in s]
