@@ -20,6 +20,7 @@ def repo(tmp_path_factory, tiny_mirror):
     repo = tokenized_repo(tmp_path_factory.mktemp("transfer"), tiny_mirror, OVERRIDES)
     run_stage(repo, "fetch_task.py", "sst2", env={"CTXREP_DATA_MIRROR": str(tiny_mirror)})
     run_stage(repo, "pretrain_bilm.py")
+    run_stage(repo, "pretrain_static.py")
     run_stage(repo, "extract.py", "bilm")
     return repo
 

@@ -76,6 +76,9 @@ def make_repo(root: Path, sst2_elmo=(0.80, 0.81, 0.79), sst2_static=(0.70, 0.71,
         "val_mlm_loss": 5.0, "val_mlm_acc": 0.2, "val_mlm_acc_most_frequent": 0.05,
         "val_nsp_acc": 0.7, "train_tokens": 654321, "tokens_per_s": 100.0,
         "train_seconds": 30.0, "params": 7000, "train_flops": 2.5e12, "steps": 100})
+    write(root, "metrics/pretrain_static.json", {
+        "vocab_size": 2500, "dim": 16, "train_words": 8000, "epochs": 2, "params": 80000,
+        "heldout_oov_rate": 0.125, "train_flops": 1.0e9})
     for model in ("bilm", "bert"):
         rows = "".join(f"{s}\t{5 - 0.01 * s:.4f}\t0.001\n" for s in range(1, 51))
         write(root, f"metrics/pretrain_{model}_curve.tsv", "step\ttrain_loss\tlr\n" + rows)
@@ -239,6 +242,11 @@ def test_a_seed_that_predicts_one_label_is_flagged_degenerate(tmp_path):
     assert "⚠ degenerate" in section(report.markdown, "### sst2 (accuracy)")
 
 
+def test_the_static_word_vectors_are_described(tmp_path):
+    markdown = report_for(make_repo(tmp_path)).markdown
+    assert "2,500 words × 16 dimensions from 8,000 training words; 12.5% of held-out" in markdown
+
+
 def test_pretraining_and_probe_findings_follow_the_numbers(tmp_path):
     other = section(report_for(make_repo(tmp_path)).markdown, OTHER)
     assert "✓ The biLM's held-out perplexity (100.0) is below" in other
@@ -310,6 +318,7 @@ def test_everything_missing_still_gives_a_report(tmp_path):
     empty = {"cells": {}, "baselines": {}, "claims": []}
     assert report.summary == empty and report.figures == {}
     assert "`metrics/pretrain_bilm.json` is missing" in report.markdown
+    assert "`metrics/pretrain_static.json` is missing" in report.markdown
     assert "No claim can be judged yet" in report.markdown
     write_report(report, tmp_path)
     assert json.loads((tmp_path / SUMMARY_PATH).read_text()) == empty

@@ -145,6 +145,15 @@ def model_lines(inputs: ReportInputs) -> list[str]:
                      f"{_pct(bert, 'val_mlm_acc')}% (most-frequent token "
                      f"{_pct(bert, 'val_mlm_acc_most_frequent')}%), NSP accuracy "
                      f"{_pct(bert, 'val_nsp_acc')}%.")
+    static = inputs.pretrain.get("static")
+    if static is None:
+        lines.append("- static word vectors: " + _missing_file("metrics/pretrain_static.json"))
+    else:
+        lines.append(f"- static word vectors (word2vec, the x_k of the feature-based methods): "
+                     f"{_int(static.get('vocab_size'))} words × {_int(static.get('dim'))} "
+                     f"dimensions from {_int(static.get('train_words'))} training words; "
+                     f"{_pct(static, 'heldout_oov_rate')}% of held-out words have no vector "
+                     f"(x_k = 0).")
     return lines
 
 

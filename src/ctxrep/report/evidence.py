@@ -19,7 +19,7 @@ from ctxrep.report.tables import MISSING, markdown_table, percent_scale
 
 # the order of the "every method beside its baselines" table
 BASELINE_ORDER = ("majority", "lookup", "tfidf-lr", "window")
-CONTROLS = ("elmo-random", "bert-random", "bert-scratch")
+CONTROLS = ("elmo-token", "elmo-random", "bert-random", "bert-scratch")
 
 
 @dataclass
