@@ -78,9 +78,29 @@ def test_every_task_reads_from_fixture_mirror(mirror_env, tmp_path):
         assert all(n > 0 for n in m["rows"].values()), name
 
 
+def test_every_task_names_known_metrics_primary_first_and_a_kind():
+    from ctxrep.data.schemas import KINDS
+    from ctxrep.metrics import METRIC_NAMES
+
+    for name, spec in registry.TASKS.items():
+        assert spec.kind in KINDS, name
+        assert spec.metrics and set(spec.metrics) <= set(METRIC_NAMES), name
+        assert spec.metric == spec.metrics[0]
+
+
+def test_sick_r_is_the_relatedness_score_of_the_sick_files(mirror_env, tmp_path):
+    import datasets
+
+    m = sources.fetch(registry.get("sick_r"), "mirror", {}, tmp_path / "r", verify_sha256=False)
+    assert m["kind"] == "regression"
+    train = datasets.load_from_disk(str(tmp_path / "r" / "dataset"))["train"]
+    assert train.features["label"].dtype == "float32"
+    assert [round(x, 3) for x in train["label"]] == [4.0, 4.1, 4.2]  # relatedness_score of the fixture
+
+
 PUBLISHED = {"sst2": (6920, 872, 1821), "sst5": (8544, 1101, 2210),
              "conll2003": (14041, 3250, 3453), "ud_pos": (12544, 2001, 2077),
-             "wic": (5428, 638, 1400), "sick": (4500, 500, 4927)}
+             "wic": (5428, 638, 1400), "sick": (4500, 500, 4927), "sick_r": (4500, 500, 4927)}
 
 
 @pytest.mark.slow
