@@ -167,6 +167,7 @@ TASKS: dict[str, DatasetSpec] = {
 
 
 # sha256 of the published files, as mirrored (checked by fetch when data.verify_sha256 is on).
+# Written by `ctxrep pin <task>` (ctxrep.data.pin), which rewrites this literal in place.
 PINNED_SHA256 = {
     "conll2003": {
         "tasks/conll2003/dev.txt": "c02eb19809eafb83998326a0481942eb37d96f31826ae387cfe8773699969f5b",
@@ -174,6 +175,11 @@ PINNED_SHA256 = {
         "tasks/conll2003/train.txt": "213953b5522fb7924802d883e50f027b2c6ffb5d4d0e63368ed82909f9b60423"
     },
     "sick": {
+        "tasks/sick/SICK_test_annotated.txt": "2b8aa806658d6fc23c6824c83776c2d4fee7556000817b5ec0f982861413b7d0",
+        "tasks/sick/SICK_train.txt": "266cf8047149bd1d68138dd30439f3122bff30069740ac6705bb6197d9f1b48e",
+        "tasks/sick/SICK_trial.txt": "5a88cfb62f8c6bd2a3cce0f2421ba2cb8c2be5ab4a800f6f01e2c64aafb7db56"
+    },
+    "sick_r": {
         "tasks/sick/SICK_test_annotated.txt": "2b8aa806658d6fc23c6824c83776c2d4fee7556000817b5ec0f982861413b7d0",
         "tasks/sick/SICK_train.txt": "266cf8047149bd1d68138dd30439f3122bff30069740ac6705bb6197d9f1b48e",
         "tasks/sick/SICK_trial.txt": "5a88cfb62f8c6bd2a3cce0f2421ba2cb8c2be5ab4a800f6f01e2c64aafb7db56"
@@ -203,10 +209,8 @@ PINNED_SHA256 = {
         "tasks/wic/test/test.gold.txt": "a69386c579762d9ddf988a61896a2e912f402410185f5e8316007093799b341f",
         "tasks/wic/train/train.data.txt": "3a56ff8285ca9703d6c91dfb7cc79760171899c560bb6a8698fa4559a71b160d",
         "tasks/wic/train/train.gold.txt": "3f614ca12c03a90fecc34471d8ae666f924a3c657b5620fcfb46d9b2b50bb7b2"
-    },
+    }
 }
-
-PINNED_SHA256["sick_r"] = PINNED_SHA256["sick"]  # the same published files
 
 for _name, _pins in PINNED_SHA256.items():
     TASKS[_name] = dataclasses.replace(TASKS[_name], sha256=_pins)
