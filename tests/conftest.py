@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+FIXTURE_MIRROR = REPO / "tests" / "fixtures" / "mirror"  # written by `ctxrep fixture <task>`
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -113,6 +114,9 @@ def build_mirror(root: Path, n_docs: int = 80, seed: int = 0) -> Path:
             {"id": f"q{a}", "question": "When did it open?",
              "answers": [{"text": str(1900 + a), "answer_start": context.index(str(1900 + a))}]}]}]})
     (squad / "dev-v1.1.json").write_text(json.dumps({"data": articles, "version": "1.1"}))
+    # Fixtures of tasks added later, cut from their mirror files by `ctxrep fixture <task>`.
+    if FIXTURE_MIRROR.is_dir():
+        shutil.copytree(FIXTURE_MIRROR, root, dirs_exist_ok=True)
     return root
 
 
