@@ -325,8 +325,8 @@ def test_scratch_run_trains_from_different_weights(model_dir, tmp_path):
 
 def test_errors_are_clear(model_dir, tmp_path):
     data = classification_set()
-    with pytest.raises(ValueError, match="unknown task kind 'regression'"):
-        finetune(model_dir, tmp_path, "regression", "accuracy", data)
+    with pytest.raises(ValueError, match="unknown task kind 'ranking'"):
+        finetune(model_dir, tmp_path, "ranking", "accuracy", data)
     with pytest.raises(ValueError, match="nothing to fine-tune on"):
         run_finetune("classification", "accuracy", {"train": data.select([]), "validation": data},
                      "validation", model_dir, True, params(), 0, tmp_path / "ckpt", [], [], 0)
