@@ -94,6 +94,21 @@ def test_pair_classifier_overfits(tmp_path):
     assert out["scores"]["accuracy"] == 1.0
 
 
+def test_pair_regressor_overfits_a_score_the_second_text_carries(tmp_path):
+    """12 pairs whose score (1–5) is written in the second text's features only: the regressor
+    must read the pair and output a float that tracks it (MSE head, Pearson/Spearman scoring)."""
+    scores = [1.0 + (i * 5 % 12) / 3 for i in range(12)]
+    ds = datasets.Dataset.from_dict({"text": ["a b"] * 12, "text_pair": ["c d e"] * 12,
+                                     "label": scores}, features=schemas.regression())
+
+    def signal(ex, field, j):
+        return np.full(DIM, ex["label"] - 3.0) if field == "text_pair" else 0
+    out = fit(tmp_path, "regression", ("pearson_spearman",), ds, signal, 0)
+    assert all(isinstance(p, float) for p in out["predictions"])
+    assert out["scores"]["pearson"] > 0.99 and out["scores"]["spearman"] > 0.95
+    assert np.abs(np.array(out["predictions"]) - scores).max() < 0.5
+
+
 def test_tagger_overfits_one_tag_per_word(tmp_path):
     tags = [[(i + j) % 4 for j in range(3 + i % 3)] for i in range(12)]
     ds = datasets.Dataset.from_dict({"tokens": [[f"t{j}" for j in range(len(t))] for t in tags],

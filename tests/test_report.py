@@ -441,3 +441,70 @@ def test_probe_layer_claims_are_judged_from_saved_predictions(tmp_path):
         "metric": "accuracy", "references": labels, "layers": [labels, labels[:10], labels]})
     with pytest.raises(ReportInputError, match="layer 1: 10 predictions for 300"):
         report_for(root)
+
+
+def test_a_regression_task_shows_pearson_its_ci_spearman_and_its_baselines(tmp_path):
+    root = make_repo(tmp_path)
+    rng = np.random.default_rng(0)
+    gold = rng.uniform(1, 5, N_EVAL).round(2).tolist()
+    for seed in range(2):
+        preds = (np.array(gold) + rng.normal(0, 1, N_EVAL)).tolist()
+        write(root, f"data/predictions/sick_r/elmo/seed{seed}.json",
+              {"predictions": preds, "references": gold})
+    write(root, "metrics/transfer/sick_r/elmo.json", {
+        "task": "sick_r", "method": "elmo", "kind": "regression", "metric": "pearson_spearman",
+        "metrics": ["pearson_spearman"], "primary": "pearson", "eval_split": "validation",
+        "seeds": [0, 1], "scores": {"pearson": {"mean": 0.75, "std": 0.01, "values": [0.74, 0.76]},
+                                    "spearman": {"mean": 0.7, "std": 0.0, "values": [0.7, 0.7]}},
+        "train_examples": 100})
+    write(root, "metrics/baselines/sick_r.json", {
+        "task": "sick_r", "kind": "regression", "metric": "pearson_spearman",
+        "primary": "pearson", "eval_split": "validation",
+        "baselines": {"mean": {"pearson": 0.0, "spearman": 0.0},
+                      "tfidf-ridge": {"pearson": 0.5, "spearman": 0.45}}})
+    write(root, "data/predictions/sick_r/baselines/mean.json",
+          {"predictions": [3.0] * N_EVAL, "references": gold})
+    markdown = build_report(load_inputs(root, [*TASKS, "sick_r"], list(METHODS))).markdown
+    table = section(markdown, "### sick_r (pearson)")
+    assert "| baseline: mean | 0.0 | — | [0.0, 0.0] | spearman 0.0 |" in table
+    assert "| baseline: tfidf-ridge | 50.0 |" in table
+    elmo = next(line for line in table.splitlines() if line.startswith("| elmo |"))
+    low, high = map(float, re.search(r"\[(-?[\d.]+), (-?[\d.]+)\]", elmo).groups())
+    # gold ~ U(1, 5) plus N(0, 1) noise: r = √(var U / (var U + 1)) = √(4/7) ≈ 0.756, SE ≈ 0.02
+    assert 65 < low < 100 * (4 / 7) ** 0.5 < high < 85 and "spearman 70.0" in elmo
+
+
+def test_the_primary_metric_named_by_the_registry_leads_and_the_others_follow(tmp_path):
+    root = make_repo(tmp_path)
+    write(root, "metrics/transfer/cola/static.json", {
+        "task": "cola", "method": "static", "kind": "classification",
+        "metric": "matthews_correlation", "metrics": ["matthews_correlation", "accuracy"],
+        "primary": "matthews_correlation", "eval_split": "validation", "seeds": [0],
+        "scores": {"matthews_correlation": {"mean": 0.2, "std": 0.0, "values": [0.2]},
+                   "accuracy": {"mean": 0.65, "std": 0.0, "values": [0.65]}}})
+    markdown = build_report(load_inputs(root, ["cola"], ["static"])).markdown
+    assert "| static | 20.0 ± 0.0 | 1 | — | accuracy 65.0 |" in \
+        section(markdown, "### cola (matthews_correlation)")
+
+
+def test_the_data_section_says_whether_each_task_is_pinned(tmp_path):
+    root = make_repo(tmp_path)
+    write(root, "data/raw/tasks/sst2/MANIFEST.json", {
+        "available": True, "source": "mirror", "rows": {"train": 10},
+        "sha256_pins": {"pinned": ["a", "b"], "unpinned": [], "checked": True}})
+    write(root, "data/raw/tasks/conll2003/MANIFEST.json", {
+        "available": True, "source": "mirror", "rows": {"train": 10},
+        "sha256_pins": {"pinned": [], "unpinned": ["c"], "checked": True}})
+    rows = _rows(section(report_for(root).markdown, "## Data and models"))
+    assert rows["sst2"][-1] == "pinned, checked"
+    assert rows["conll2003"][-1] == "**unpinned**"
+    assert "`ctxrep pin <task>`" in report_for(root).markdown
+
+
+def test_probes_skipped_on_purpose_say_why_in_the_report(tmp_path):
+    root = make_repo(tmp_path)
+    why = "no bilm features of ud_pos: extract featurizes only the tasks of grid.tasks"
+    write(root, "metrics/probe/bilm.json", {"model": "bilm", "tasks": {
+        "ud_pos": {"metric": "token_accuracy", "skipped": why}}})
+    probes = section(report_for(root).markdown, "## Probing: what each layer encodes")
+    assert f"skipped: {why}" in probes and "has not run" not in probes

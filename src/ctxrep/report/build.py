@@ -105,23 +105,40 @@ def data_section(inputs: ReportInputs) -> str:
     return "\n".join(lines)
 
 
+def pin_cell(manifest: dict) -> str:
+    """Whether the task's mirror files were checked against sha256 pins in the registry."""
+    pins = manifest.get("sha256_pins")
+    if not pins:
+        return MISSING  # not read from the mirror (Hub, package), or fetched before pins were recorded
+    pinned, total = len(pins["pinned"]), len(pins["pinned"]) + len(pins["unpinned"])
+    if pinned == 0:
+        return "**unpinned**"
+    state = "pinned" if pinned == total else f"{pinned} of {total} files pinned"
+    return state + (", checked" if pins["checked"] else ", not checked (data.verify_sha256 off)")
+
+
 def task_table(inputs: ReportInputs) -> str:
-    """Every fetched task (not only the grid's): where it came from, or why it is missing."""
+    """Every fetched task (not only the grid's): where it came from, whether its files are
+    pinned to the published sha256, or why it is missing."""
     rows, unavailable = [], []
     for task in inputs.task_manifests:
         manifest = inputs.task_manifests.get(task)
         if manifest is None:
-            rows.append([task, "not fetched", MISSING, MISSING])
+            rows.append([task, "not fetched", MISSING, MISSING, MISSING])
         elif not manifest.get("available", False):
-            rows.append([task, "**unavailable**", MISSING, MISSING])
+            rows.append([task, "**unavailable**", MISSING, MISSING, MISSING])
             reason = manifest.get("reason", "no reason given")
             unavailable.append(f"- `{task}` is unavailable: {reason}")
         else:
             sizes = ", ".join(f"{split} {n:,}" for split, n in (manifest.get("rows") or {}).items())
             status = "available" + (" (fallback)" if manifest.get("fallback") else "")
-            rows.append([task, status, manifest.get("source", MISSING), sizes])
-    table = markdown_table(["task", "status", "source", "examples"], rows)
-    return "\n".join([table, "", *unavailable]).rstrip()
+            rows.append([task, status, manifest.get("source", MISSING), sizes, pin_cell(manifest)])
+    table = markdown_table(["task", "status", "source", "examples", "sha256"], rows)
+    notes = []
+    if any("unpinned" in row[4] or " of " in row[4] for row in rows):
+        notes.append("An unpinned task's mirror files were used as found: `ctxrep pin <task>` "
+                     "pins the published files' sha256 in the registry, and fetch then checks them.")
+    return "\n".join([table, "", *unavailable, *notes]).rstrip()
 
 
 def model_lines(inputs: ReportInputs) -> list[str]:
@@ -265,13 +282,15 @@ def curves_section(inputs: ReportInputs, figures: dict) -> str:
 
 def probe_section(inputs: ReportInputs, figures: dict) -> str:
     parts = ["## Probing: what each layer encodes", ""]
-    fig = plots.probe_curves(inputs.probes)
-    if fig is None:
+    if not any(inputs.probes.values()):
         return "\n".join(parts + [_missing_file("metrics/probe/<model>.json")])
-    figures["probe_layers.png"] = fig
     parts += ["A linear probe trained on each layer alone (validation score, layer 0 = the "
-              "context-free token layer).", "", _figure_link("probe_layers.png", "probe scores"),
-              ""]
+              "context-free token layer); a probe that did not run says why, in the words of "
+              "its stage.", ""]
+    fig = plots.probe_curves(inputs.probes)
+    if fig is not None:
+        figures["probe_layers.png"] = fig
+        parts += [_figure_link("probe_layers.png", "probe scores"), ""]
     rows = []
     for model, probe in inputs.probes.items():
         for task, entry in (probe or {}).get("tasks", {}).items():

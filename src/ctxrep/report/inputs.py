@@ -113,6 +113,7 @@ class TransferResult:
     curves: list[dict] = field(default_factory=list)       # per seed: train_loss, dev per epoch
     best_epoch: list[int] = field(default_factory=list)
     seeds: list[int] = field(default_factory=list)
+    others: dict[str, float] = field(default_factory=dict)  # the other metrics' seed means
 
 
 def read_transfer(path: Path) -> TransferResult:
@@ -128,13 +129,16 @@ def read_transfer(path: Path) -> TransferResult:
         raise ReportInputError(path, f"scores has no entry for the primary metric {primary!r}")
     require(scores, path, "mean", "std")
     mix = read_mix_weights(data.get("mix_weights"), path)
+    others = {key: number(entry["mean"], path, f"scores.{key}.mean")
+              for key, entry in sorted(data["scores"].items())
+              if key != primary and isinstance(entry, dict) and "mean" in entry}
     return TransferResult(
         task=task, method=method, metric=data["metric"], primary=primary,
         mean=number(scores["mean"], path, f"scores.{primary}.mean"),
         std=number(scores["std"], path, f"scores.{primary}.std"),
         n_seeds=len(data["seeds"]), mix_weights=mix, train_examples=data.get("train_examples"),
         degenerate=list(data.get("degenerate", [])), curves=list(data.get("curves", [])),
-        best_epoch=list(data.get("best_epoch", [])), seeds=list(data["seeds"]))
+        best_epoch=list(data.get("best_epoch", [])), seeds=list(data["seeds"]), others=others)
 
 
 @dataclass

@@ -69,8 +69,9 @@ def input_paths(task: str, method: str) -> list[Path]:
 
 
 def is_degenerate(kind: str, predictions: list) -> bool:
-    """One label for every example (or every word): the model learned only the prior."""
-    if kind in ("classification", "pair_classification", "word_in_context"):
+    """One label (or one score) for every example (or every word): the model learned only the
+    prior."""
+    if kind in ("classification", "pair_classification", "word_in_context", "regression"):
         return len(set(predictions)) <= 1
     if kind == "tagging":
         return len({t for tags in predictions for t in tags}) <= 1
@@ -84,8 +85,8 @@ def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None,
     the cell carries each seed's predictions for :mod:`ctxrep.transfer.predictions`."""
     task_spec = spec(task)
     record = {"task": task, "method": method, "kind": task_spec.kind, "metric": task_spec.metric,
-              "primary": primary_key(task_spec.metric), "eval_split": common.eval_split,
-              "seeds": common.seeds}
+              "metrics": list(task_spec.metrics), "primary": primary_key(task_spec.metrics),
+              "eval_split": common.eval_split, "seeds": common.seeds}
     if train_fraction != 1.0:
         record["train_fraction"] = train_fraction
     try:
@@ -113,13 +114,12 @@ def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None,
         if method in config.FEATURE_METHODS:
             train = splits["train"]
             n_labels = (train.features["tags"].feature.num_classes if kind == "tagging"
-                        else train.features["label"].num_classes if "label" in train.features
-                        else 0)
-            runs.append(run_feature_transfer(kind, task_spec.metric, method, store, splits,
+                        else getattr(train.features.get("label"), "num_classes", 0))
+            runs.append(run_feature_transfer(kind, task_spec.metrics, method, store, splits,
                                              eval_split, n_labels, p, seed, ckpt, train_idx,
                                              dev_idx, common.patience, run, vectors))
         else:
-            runs.append(run_finetune(kind, task_spec.metric, splits, eval_split, BERT_MODEL,
+            runs.append(run_finetune(kind, task_spec.metrics, splits, eval_split, BERT_MODEL,
                                      method == "bert-finetune", p, seed, ckpt, train_idx,
                                      dev_idx, common.patience, run))
     shutil.rmtree(ckpt_root, ignore_errors=True)  # every seed finished: nothing to resume

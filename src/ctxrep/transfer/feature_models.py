@@ -177,6 +177,20 @@ class PairClassifier(nn.Module):
         return self.head(pair_features(u, v))
 
 
+class PairRegressor(nn.Module):
+    """Both texts through one encoder, pooled to u, v → MLP([u; v; |u−v|; u*v]) → one score
+    (trained with squared error against the gold similarity)."""
+
+    def __init__(self, encoder: FeatureEncoder, hidden: int, dropout: float):
+        super().__init__()
+        self.encoder, self.head = encoder, mlp(8 * encoder.out_dim, hidden, 1, dropout)
+
+    def forward(self, batch: dict) -> torch.Tensor:
+        u = pool(self.encoder(batch["layers"], batch["mask"]), batch["mask"])
+        v = pool(self.encoder(batch["layers2"], batch["mask2"]), batch["mask2"])
+        return self.head(pair_features(u, v)).squeeze(-1)  # (B,)
+
+
 class Tagger(nn.Module):
     """A softmax over tags at every word."""
 

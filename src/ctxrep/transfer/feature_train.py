@@ -49,6 +49,8 @@ def build_model(kind: str, method: str, n_layers: int, dim: int, n_labels: int, 
         return M.SentenceClassifier(encoder, n_labels, hidden, p.dropout)
     if kind == "pair_classification":
         return M.PairClassifier(encoder, n_labels, hidden, p.dropout)
+    if kind == "regression":
+        return M.PairRegressor(encoder, hidden, p.dropout)
     if kind == "tagging":
         return M.Tagger(encoder, n_labels)
     if kind == "word_in_context":
@@ -87,6 +89,8 @@ class FeatureTaskObjective(SelectsOnDev):
         ds = self.splits[split]
         if self.kind in ("classification", "pair_classification"):
             return list(ds["label"])
+        if self.kind == "regression":
+            return [float(x) for x in ds["label"]]
         if self.kind == "tagging":
             return list(ds["tags"])
         if self.kind == "word_in_context":
@@ -150,6 +154,8 @@ class FeatureTaskObjective(SelectsOnDev):
         targets = [self.targets[split][i] for i in indices]
         if self.kind in ("classification", "pair_classification"):
             batch["labels"] = torch.tensor(targets)
+        elif self.kind == "regression":
+            batch["labels"] = torch.tensor(targets, dtype=torch.float32)
         elif self.kind == "tagging":
             labels = torch.full(batch["mask"].shape, -100, dtype=torch.long)
             for b, tags in enumerate(targets):
@@ -173,6 +179,8 @@ class FeatureTaskObjective(SelectsOnDev):
             loss = F.cross_entropy(out[0], batch["start"]) + F.cross_entropy(out[1], batch["end"])
         elif self.kind == "tagging":
             loss = F.cross_entropy(out.flatten(0, 1), batch["labels"].flatten(), ignore_index=-100)
+        elif self.kind == "regression":
+            loss = F.mse_loss(out, batch["labels"])
         else:
             loss = F.cross_entropy(out, batch["labels"])
         task_loss = loss.item()
@@ -194,6 +202,8 @@ class FeatureTaskObjective(SelectsOnDev):
                 preds += [row[:n_].tolist() for row, n_ in zip(out.argmax(-1), lengths)]
             elif self.kind == "span_qa":
                 preds += self._spans(split, indices, *out)
+            elif self.kind == "regression":
+                preds += out.tolist()
             else:
                 preds += out.argmax(-1).tolist()
         return preds
