@@ -9,6 +9,7 @@ of the repo under `.dvc/tmp/exps/`.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -153,6 +154,22 @@ def test_the_bilm_is_registered_with_its_dvc_hash(client, tmp_path, monkeypatch)
     assert (got / "model.safetensors").read_bytes() == (model / "model.safetensors").read_bytes()
 
 
+def test_the_headline_metrics_of_the_pipeline_run():
+    from ctxrep.report.summary import flat_numbers
+
+    summary = {"cells": {"sst2": {"elmo": {"mean": 0.6, "std": 0.02, "ci95": [0.55, 0.66]},
+                                  "static": {"mean": 0.5, "std": 0.0, "ci95": None}}},
+               "baselines": {"sst2": {"majority": 0.51}},
+               "claims": [{"verdict": "reproduced"}, {"verdict": "reproduced"}]}
+    got = flat_numbers(summary, {"bilm": {"val_ppl": 228.5, "steps": 30, "note": "x"},
+                                 "bert": None})
+    assert got == {"sst2.elmo.mean": 0.6, "sst2.elmo.std": 0.02, "sst2.elmo.ci95_low": 0.55,
+                   "sst2.elmo.ci95_high": 0.66, "sst2.static.mean": 0.5, "sst2.static.std": 0.0,
+                   "sst2.baseline.majority": 0.51, "claims.reproduced": 2,
+                   "claims.contradicted": 0, "claims.inconclusive": 0,
+                   "pretrain_bilm.val_ppl": 228.5, "pretrain_bilm.steps": 30}
+
+
 # --------------------------------------------------------------------------------------------
 # a shared `mlflow server`
 
@@ -171,7 +188,8 @@ def server(tmp_path):
         [str(mlflow_bin), "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
          "--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}",
          "--artifacts-destination", str(tmp_path / "server-artifacts")],
-        stdout=subprocess.DEVNULL, stderr=open(tmp_path / "server.log", "w"))
+        stdout=subprocess.DEVNULL, stderr=open(tmp_path / "server.log", "w"),
+        start_new_session=True)  # its own process group: the server and the workers it starts
     uri = f"http://127.0.0.1:{port}"
     deadline = time.time() + 120
     try:
@@ -187,8 +205,8 @@ def server(tmp_path):
                 time.sleep(0.5)
         yield uri, tmp_path / "server-artifacts"
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=60)
 
 
 @pytest.mark.slow

@@ -14,6 +14,8 @@ from __future__ import annotations
 from ctxrep.report.inputs import TransferResult
 
 DECIMALS = 4
+# ctxrep.analysis.claims's verdicts: each one's count is a metric, zero included
+VERDICTS = ("reproduced", "contradicted", "inconclusive")
 
 
 def summarise(transfer: dict[str, dict[str, TransferResult]], extras: dict | None = None) -> dict:
@@ -69,7 +71,7 @@ def flat_numbers(summary: dict, pretrain: dict | None = None) -> dict[str, float
     for task, scores in summary.get("baselines", {}).items():
         out.update({f"{task}.baseline.{name}": value for name, value in scores.items()})
     verdicts = [claim["verdict"] for claim in summary.get("claims", [])]
-    out.update({f"claims.{v}": verdicts.count(v) for v in set(verdicts)})
+    out.update({f"claims.{v}": verdicts.count(v) for v in {*VERDICTS, *verdicts}})
     for model, metrics in (pretrain or {}).items():
         out.update({f"pretrain_{model}.{key}": value for key, value in (metrics or {}).items()
                     if isinstance(value, (int, float)) and not isinstance(value, bool)})
