@@ -332,7 +332,6 @@ def stage_run(stage: str, params: dict | None = None,
     root = repo_root()
     uri = tracking_uri()
     mlflow.set_tracking_uri(uri)
-    client = mlflow.MlflowClient(uri)
     key, source = pipeline_key()
     # Stages of queued experiments start together; the first to touch a new SQLite store creates
     # its schema, and two doing so at once collide ("duplicate column"): serialise that step,
@@ -340,6 +339,7 @@ def stage_run(stage: str, params: dict | None = None,
     lock = (FileLock(uri.removeprefix("sqlite:///") + ".lock", timeout=600)
             if uri.startswith("sqlite:///") else contextlib.nullcontext())
     with lock:
+        client = mlflow.MlflowClient(uri)  # its first use of a new store creates the schema
         experiment_id = _experiment_id(mlflow, uri, root)
         mlflow.set_experiment(experiment_id=experiment_id)
         parent_id = pipeline_run(client, experiment_id, key, source, pipeline_params)
