@@ -103,12 +103,14 @@ def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None,
         train_idx = nested_subset(train_idx, train_fraction)
     kind = task_spec.kind
     runs = []
+    point = "" if train_fraction == 1.0 else f" fraction {train_fraction}"  # learning curves
     for seed in common.seeds:
         ckpt = ckpt_root / f"seed{seed}"
         # One MLflow run per seed, nested in the cell's: each seed's curves apart, not zig-zagging
         # through one run.
-        with (run.child(f"{task}-{method} seed {seed}", {"task": task, "method": method,
-                                                         "seed": seed})
+        with (run.child(f"{task}-{method}{point} seed {seed}",
+                        {"task": task, "method": method, "seed": seed,
+                         "train_fraction": train_fraction})
               if run is not None else contextlib.nullcontext()) as seed_run:
             if method in config.FEATURE_METHODS:
                 train = splits["train"]
@@ -141,7 +143,8 @@ def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None,
                             "values": [round(r["scores"][k], 6) for r in runs]}
                         for k in sorted(runs[0]["scores"])}
     if run is not None:
-        run.log_metrics({f"eval_{k}_{stat}": v[stat] for k, v in record["scores"].items()
+        prefix = "" if train_fraction == 1.0 else f"fraction{train_fraction}."
+        run.log_metrics({f"{prefix}eval_{k}_{stat}": v[stat] for k, v in record["scores"].items()
                          for stat in ("mean", "std")})
     record["best_epoch"] = [r["best_epoch"] for r in runs]
     record["curves"] = [r["curve"] for r in runs]
