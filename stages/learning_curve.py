@@ -20,6 +20,8 @@ task, method = sys.argv[1], sys.argv[2]
 with stage(f"learning_curve@{task}-{method}", None) as ctx:
     curve = config.load_section("learning_curve", ctx.params)
     common, p = config.load_transfer(method, ctx.params)
+    ctx.log_params({"task": task, "method": method, "learning_curve": config.as_dict(curve),
+                    "transfer": {"common": config.as_dict(common), method: config.as_dict(p)}})
     points, files, cost = [], {}, CellCost()
     for fraction in curve.fractions:
         cell = run_cell(task, method, common, p, ctx.run, train_fraction=fraction)

@@ -11,6 +11,7 @@ from ctxrep.models.bert import BertConfig, BertForPreTraining, count_parameters,
 from ctxrep.models.bert_hf import save_pretrained
 from ctxrep.pretraining import loop
 from ctxrep.pretraining.bert_objective import BertObjective, load_documents
+from ctxrep.registry import register_bert
 from ctxrep.stage import stage
 
 OUT, CKPT = Path("data/models/bert"), Path("data/checkpoints/pretrain_bert")
@@ -38,5 +39,7 @@ with stage("pretrain_bert", "pretrain_bert") as ctx:
         loop.publish(ctx, "pretrain_bert", result,
                      {k: round(v, 4) for k, v in result.final_eval.items()},
                      count_parameters(model), flops_per_token(model_config, p.max_seq_len), CKPT)
+        if ctx.run:  # the model into MLflow's registry, tagged with its DVC hash
+            register_bert(ctx.run, OUT, profile=dict.get(ctx.params, "profile"))
     ctx.summary(steps=result.steps, tokens=result.train_tokens,
                 val_mlm_acc=round(result.final_eval["val_mlm_acc"], 3))

@@ -12,6 +12,7 @@ from ctxrep.models.elmo import Elmo
 from ctxrep.pretraining import loop
 from ctxrep.pretraining.bilm_objective import (BiLMObjective, WordTypes, load_sentences,
                                                unigram_perplexity)
+from ctxrep.registry import register_bilm
 from ctxrep.stage import stage
 
 OUT, CKPT = Path("data/models/bilm"), Path("data/checkpoints/pretrain_bilm")
@@ -48,5 +49,7 @@ with stage("pretrain_bilm", "pretrain_bilm") as ctx:
             "val_ppl": round(ev["val_ppl"], 3), "unigram_ppl": round(unigram, 3),
             "params_without_softmax": model.num_parameters(include_softmax=False),
         }, model.num_parameters(), flops_per_token(model_config), CKPT)
+        if ctx.run:  # the model into MLflow's registry, tagged with its DVC hash
+            register_bilm(ctx.run, OUT, profile=dict.get(ctx.params, "profile"))
     ctx.summary(steps=result.steps, tokens=result.train_tokens,
                 val_ppl=round(result.final_eval["val_ppl"], 1))

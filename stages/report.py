@@ -7,7 +7,10 @@ section lists every fetched task (``tasks``). Missing inputs are reported as mis
 malformed one stops the stage naming the file.
 """
 
+from pathlib import Path
+
 from ctxrep.report import ReportInputError, build_report, load_inputs, write_report
+from ctxrep.report.build import FIGURES_DIR, HEADLINE_PATH, LEDGER_PATH, REPORT_PATH, SUMMARY_PATH
 from ctxrep.report.summary import flat_numbers
 from ctxrep.stage import log, stage
 
@@ -22,8 +25,17 @@ with stage("report", None) as ctx:
     report = build_report(inputs, profile=ctx.params["profile"])
     write_report(report, ".")
     if ctx.run:
-        ctx.run.log_metrics(flat_numbers(report.summary))
-        ctx.run.log_artifact("reports/report.md")
+        # The headline numbers, the report, its figures and the pipeline's record so far (DVC
+        # writes each stage's dvc.lock entry when it ends) on this run and on the pipeline run,
+        # where runs of the pipeline are compared.
+        numbers = flat_numbers(report.summary, inputs.pretrain)
+        ctx.run.log_metrics(numbers)
+        ctx.run.log_pipeline_metrics(numbers)
+        for path in (REPORT_PATH, LEDGER_PATH, SUMMARY_PATH, HEADLINE_PATH, FIGURES_DIR,
+                     Path("dvc.lock")):
+            if path.exists():
+                ctx.run.log_artifact(path, "report")
+                ctx.run.log_pipeline_artifact(path, "report")
     cells = report.summary["cells"]
     verdicts = [c["verdict"] for c in report.summary["claims"]]
     ctx.summary(tasks=len(cells), cells=sum(len(c) for c in cells.values()),

@@ -16,6 +16,8 @@ from ctxrep.transfer.predictions import predictions_dir, write_predictions
 task, method = sys.argv[1], sys.argv[2]
 with stage(f"transfer@{task}-{method}", None) as ctx:
     common, p = config.load_transfer(method, ctx.params)
+    ctx.log_params({"task": task, "method": method, "transfer": {
+        "common": config.as_dict(common), method: config.as_dict(p)}})
     cell = run_cell(task, method, common, p, ctx.run)
     write_predictions(predictions_dir(task, method), cell.predictions)
     write_json(Path("metrics/transfer") / task / f"{method}.json", cell.record)

@@ -26,8 +26,8 @@ from tests.pipeline_deps import code_dep_problems, covered
 NOT_STAGE_FILES = ("conf/", "stages/", "src/", ".dvc/", ".git/", "dvc.yaml", "dvc.lock",
                    "params.yaml", ".dvcignore", ".gitignore", "mlflow.db", "mlartifacts/")
 # Files a stage opens that are not its inputs: code (checked statically) and tools' state.
-TOOL_FILES = (".dvc/", ".git/", "src/", "stages/", "mlflow.db", ".dvcignore", "dvc.yaml",
-              "dvc.lock")
+TOOL_FILES = (".dvc/", ".git/", "src/", "stages/", "mlflow.db", "mlartifacts/", ".dvcignore",
+              "dvc.yaml", "dvc.lock")
 
 
 def test_code_deps_match_the_imports():
@@ -238,3 +238,108 @@ def test_a_rejected_value_stops_before_any_output_is_lost(run):
         assert (repo / "data/models/bert/model.safetensors").exists()
     finally:
         compose(repo, "tiny")
+
+
+# --------------------------------------------------------------------------------------------
+# the same run, as MLflow recorded it (tests/test_mlflow_runs.py has the cheap unit tests)
+
+
+def _mlflow_pipeline_run(repo: Path):
+    """(client, the pipeline run of the fixture's full `dvc exp run`, its stage runs). Other
+    tests here add pipeline runs that stop before `report`: the full one is the one with it."""
+    import mlflow
+
+    client = mlflow.MlflowClient(f"sqlite:///{repo / 'mlflow.db'}")
+    exp = client.get_experiment_by_name("ctxrep").experiment_id
+    (report,) = client.search_runs([exp], "tags.stage = 'report'")
+    parent = client.get_run(report.data.tags["mlflow.parentRunId"])
+    stages = client.search_runs([exp], f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'",
+                                max_results=1000)
+    return client, parent, stages
+
+
+@pytest.mark.slow
+def test_mlflow_has_one_parent_run_per_pipeline_run_with_the_headline_numbers(run):
+    repo, _, _ = run
+    client, parent, stages = _mlflow_pipeline_run(repo)
+    scripts = {n for n in _stages(repo) if n != "neighbors"}  # `ctxrep neighbors` logs no run
+    assert sorted(r.info.run_name for r in stages) == sorted(scripts)  # each once, all nested
+    assert {r.data.tags["pipeline_key"] for r in stages} == {parent.data.tags["pipeline_key"]}
+    tags = parent.data.tags
+    assert tags["run_kind"] == "pipeline" and tags["pipeline_key_source"] == "dvc"
+    assert tags["dvc_exp_name"] and parent.info.run_name == tags["dvc_exp_name"]
+    assert {r.data.tags["dvc_exp_name"] for r in stages} == {tags["dvc_exp_name"]}
+    assert len(tags["git_commit"]) == 40 and parent.data.params["profile"] == "tiny"
+    assert parent.data.params["pretrain_bilm.lr"] == str(
+        yaml.safe_load((repo / "params.yaml").read_text())["pretrain_bilm"]["lr"])
+    metrics = parent.data.metrics
+    summary = json.loads((repo / "metrics/summary.json").read_text())
+    for task, cells in summary["cells"].items():
+        for method, cell in cells.items():
+            assert metrics[f"{task}.{method}.mean"] == pytest.approx(cell["mean"])
+            assert metrics[f"{task}.{method}.std"] == pytest.approx(cell["std"])
+            if cell["ci95"]:
+                assert metrics[f"{task}.{method}.ci95_low"] == pytest.approx(cell["ci95"][0])
+    bilm = json.loads((repo / "metrics/pretrain_bilm.json").read_text())
+    assert metrics["pretrain_bilm.val_ppl"] == pytest.approx(bilm["val_ppl"])
+    logged = {a.path for a in client.list_artifacts(parent.info.run_id, "report")}
+    assert {"report/report.md", "report/dvc.lock", "report/figures", "report/summary.json"} <= logged
+
+
+@pytest.mark.slow
+def test_mlflow_transfer_cells_have_one_nested_run_per_seed_and_their_params(run):
+    repo, _, _ = run
+    client, _, stages = _mlflow_pipeline_run(repo)
+    cells = [r for r in stages if r.info.run_name.startswith("transfer@")]
+    checked = 0
+    for cell in cells:
+        task, method = cell.info.run_name.removeprefix("transfer@").split("-", 1)
+        record = json.loads((repo / f"metrics/transfer/{task}/{method}.json").read_text())
+        assert cell.data.params["method"] == method and cell.data.params["task"] == task
+        assert cell.data.params["transfer.common.seeds"] == str(record["seeds"])
+        assert any(k.startswith(f"transfer.{method}.") for k in cell.data.params)
+        if "unavailable" in record:
+            continue
+        seeds = client.search_runs([cell.info.experiment_id],
+                                   f"tags.`mlflow.parentRunId` = '{cell.info.run_id}'")
+        by_seed = {int(r.data.params["seed"]): r for r in seeds}
+        assert sorted(by_seed) == sorted(record["seeds"]) and len(seeds) == len(record["seeds"])
+        primary = record["primary"]
+        for seed, value in zip(record["seeds"], record["scores"][primary]["values"]):
+            assert by_seed[seed].data.metrics[f"eval_{primary}"] == pytest.approx(value)
+            assert client.get_metric_history(by_seed[seed].info.run_id, "train_loss")
+        assert cell.data.metrics[f"eval_{primary}_mean"] == pytest.approx(
+            record["scores"][primary]["mean"])
+        checked += 1
+    assert checked >= 3
+
+
+@pytest.mark.slow
+def test_mlflow_registry_holds_both_models_tagged_with_their_dvc_hash(run):
+    import mlflow
+    import torch
+    from transformers import AutoTokenizer, BertForPreTraining
+
+    repo, _, _ = run
+    client, _, stages = _mlflow_pipeline_run(repo)
+    lock = yaml.safe_load((repo / "dvc.lock").read_text())["stages"]
+    for name, stage, path in (("ctxrep-bert", "pretrain_bert", "data/models/bert"),
+                              ("ctxrep-bilm", "pretrain_bilm", "data/models/bilm")):
+        stage_run = next(r for r in stages if r.info.run_name == stage)
+        (version,) = client.search_model_versions(
+            f"name = '{name}' and run_id = '{stage_run.info.run_id}'")
+        (out,) = [o for o in lock[stage]["outs"] if o["path"] == path]
+        assert version.tags["dvc_md5"] == out["md5"], name
+        assert version.tags["git_commit"] == stage_run.data.tags["git_commit"]
+    bert = next(r for r in stages if r.info.run_name == "pretrain_bert")
+    (version,) = client.search_model_versions(f"name = 'ctxrep-bert' and run_id = '{bert.info.run_id}'")
+    mlflow.set_tracking_uri(f"sqlite:///{repo / 'mlflow.db'}")
+    logged = mlflow.transformers.load_model(f"models:/ctxrep-bert/{version.version}",
+                                            return_type="components")
+    ours = BertForPreTraining.from_pretrained(str(repo / "data/models/bert")).eval()
+    enc = AutoTokenizer.from_pretrained(str(repo / "data/models/bert"))(
+        ["the river bank"], ["plays music"], return_tensors="pt")
+    with torch.no_grad():
+        a, b = logged["model"].eval()(**enc), ours(**enc)
+    assert torch.equal(a.prediction_logits, b.prediction_logits)
+    assert torch.equal(a.seq_relationship_logits, b.seq_relationship_logits)

@@ -127,6 +127,14 @@ def test_queued_experiments_with_two_workers_both_reach_mlflow(tmp_path, tiny_mi
     names = sorted(r.data.tags.get("dvc_exp_name", "") for r in runs
                    if r.info.run_name == "fetch_tasks@squad")
     assert names == ["s1", "s2"]
+    # each experiment its own pipeline run; the store, first created inside a copy under
+    # .dvc/tmp/exps/, keeps its artifacts in the repo
+    parents = {r.data.tags["dvc_exp_name"]: r.data.tags["mlflow.parentRunId"] for r in runs
+               if r.info.run_name == "fetch_tasks@squad"}
+    assert parents["s1"] != parents["s2"]
+    assert {client.get_run(p).info.run_name for p in parents.values()} == {"s1", "s2"}
+    exp = client.get_experiment_by_name("ctxrep")
+    assert exp.artifact_location == (repo / "mlartifacts").as_uri()
 
 
 @pytest.mark.parametrize("section,values,key", [

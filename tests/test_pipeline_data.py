@@ -89,6 +89,25 @@ def test_one_mlflow_run_per_stage_with_tags(repo):
     assert tok.data.params["profile"] == "tiny"
 
 
+def test_stages_of_one_dvc_repro_share_a_pipeline_run_and_two_invocations_do_not(repo):
+    """Plain `dvc repro` (no `make`, no experiment): the key is the DVC process's."""
+    import mlflow
+
+    dvc(repo, "repro", "locate_data")  # a second invocation (locate_data always runs)
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{repo / 'mlflow.db'}")
+    exp = client.get_experiment_by_name("ctxrep").experiment_id
+    runs = client.search_runs([exp], "tags.run_kind = 'stage'", max_results=1000)
+    first = {r.data.tags["mlflow.parentRunId"] for r in runs if r.info.run_name in
+             ("fetch_corpus", "tokenize", "fetch_tasks@sst2", "fetch_tasks@squad")}
+    assert len(first) == 1
+    parent = client.get_run(first.pop())
+    assert parent.data.tags["pipeline_key_source"] == "dvc" and "dvc_exp_name" not in parent.data.tags
+    assert parent.data.params["profile"] == "tiny" and parent.info.status == "FINISHED"
+    (last,) = client.search_runs([exp], "tags.stage = 'locate_data'", max_results=1,
+                                 order_by=["attributes.start_time DESC"])
+    assert last.data.tags["mlflow.parentRunId"] != parent.info.run_id
+
+
 def test_bad_param_stops_before_work(repo, tiny_mirror):
     params = repo / "params.yaml"
     original = params.read_text()

@@ -62,3 +62,16 @@ def test_head_detached_by_a_killed_run_is_reattached_by_the_next(tmp_path):
     assert nxt.returncode == 0, err
     assert f"re-attached HEAD to {branch}" in err
     assert git(repo, "symbolic-ref", "--short", "HEAD") == branch
+
+
+def test_each_make_repro_gives_its_stages_a_fresh_pipeline_run_id(tmp_path):
+    (tmp_path / "repo").mkdir()
+    repo = scratch_repo(tmp_path / "repo")
+    seen = tmp_path / "ids"
+    record = fake_dvc(tmp_path, f'echo "$CTXREP_PIPELINE_RUN" >> {seen}')
+    for _ in range(2):
+        proc = repro(repo, record)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+    ids = seen.read_text().split()
+    assert len(ids) == 2 and len(set(ids)) == 2 and all(len(i) == 32 for i in ids)

@@ -10,7 +10,9 @@
 3. ``dvc exp run`` can leave HEAD detached at the branch's commit when it is killed; the branch
    is recorded before the run (``.dvc/tmp/ctxrep-branch``) and re-attached after it, and at the
    start of the next run if the last one was killed with -9.
-4. ``dvc exp run -S profile=<name>`` then runs, with no shell between us and it.
+4. ``dvc exp run -S profile=<name>`` then runs, with no shell between us and it, with
+   ``CTXREP_PIPELINE_RUN`` set to a fresh id: every stage's MLflow run of this pipeline run is
+   nested under one parent run (``ctxrep.tracking.pipeline_key``).
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ import shutil
 import signal
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 from ctxrep import config
+from ctxrep.tracking import PIPELINE_ENV
 
 LOCK = Path(".dvc/tmp/ctxrep-repro.lock")
 BRANCH = Path(".dvc/tmp/ctxrep-branch")
@@ -86,7 +90,8 @@ def main(argv: list[str]) -> int:
     dvc = os.environ.get("DVC") or shutil.which("dvc") or "dvc"
     cmd = [dvc, "exp", "run", "-S", f"profile={argv[0]}"]
     print(f"dvc exp run -S profile={argv[0]}", flush=True)
-    proc = subprocess.Popen(cmd)
+    env = {**os.environ, PIPELINE_ENV: uuid.uuid4().hex}  # one MLflow parent run per run
+    proc = subprocess.Popen(cmd, env=env)
     forward = lambda signum, _frame: proc.send_signal(signum)  # noqa: E731
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, forward)

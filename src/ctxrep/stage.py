@@ -61,6 +61,11 @@ class StageContext:
         self._compute = {"amount": int(amount), "unit": unit, "params": params,
                          "flops": None if flops is None else float(f"{flops:.4g}"), **timings}
 
+    def log_params(self, params: dict) -> None:
+        """Params this stage resolved itself (e.g. a transfer cell's), logged to its MLflow run."""
+        if self.run:
+            self.run.log_params(params)
+
     def write_metrics(self, path: Path | str, metrics: dict) -> None:
         """Small metrics JSON for ``dvc metrics``, also logged to MLflow."""
         write_json(path, metrics)
@@ -108,7 +113,10 @@ def stage(name: str, section: str | None, track: bool = True,
         logged[section] = config.as_dict(sec)
     try:
         if track:
-            with tracking.stage_run(name, logged) as run:
+            # The pipeline run records every param; read around the params trace (these are
+            # provenance, not values this stage computes with).
+            every_param = {k: v for k, v in dict.items(params)}
+            with tracking.stage_run(name, logged, pipeline_params=every_param) as run:
                 ctx.run = run
                 yield ctx
                 run.log_metrics({"wall_s": time.perf_counter() - start,

@@ -1,12 +1,20 @@
-"""One MLflow run per executed stage, in one SQLite store.
+"""MLflow runs of the pipeline: one parent run per pipeline run, one nested run per stage.
 
-The store is ``sqlite:///<repo root>/mlflow.db`` (absolute). Under ``dvc exp run --temp`` or
-``--queue`` a stage runs in a copy of the repo at ``<repo root>/.dvc/tmp/exps/...``; the root is
-found above that copy, so every experiment lands in the same store. ``MLFLOW_TRACKING_URI``
-overrides it. Telemetry is off.
+**Where.** The store is ``sqlite:///<repo root>/mlflow.db`` (absolute) and the experiment
+``ctxrep``'s artifact root is ``<repo root>/mlartifacts``, fixed when the experiment is created.
+Under ``dvc exp run --temp`` or ``--queue`` a stage runs in a copy of the repo under
+``<repo root>/.dvc/tmp/exps/...`` that DVC deletes afterwards; the root is the ``DVC_ROOT`` that
+DVC gives every stage command (the main repo's root, also for experiments), else it is found
+above such a copy, so every experiment lands in the same store and artifact root.
+``MLFLOW_TRACKING_URI`` overrides the store; pointing at an ``mlflow server`` (``http(s)://``)
+the server's own artifact root is used. Telemetry is off.
 
-Each run is named after the stage and tagged with the git commit (+ dirty flag), the DVC
-experiment name when set, the hashes of the stage's inputs, and its params section (flattened).
+**Runs.** Each executed stage opens one run, named after the stage and tagged with the git
+commit (+ dirty flag), the DVC experiment name when set, the hashes of the stage's inputs and
+its params. It is nested under the *pipeline run* of the ``make repro`` / ``dvc exp run`` /
+``dvc repro`` that started it (see :func:`pipeline_key`): a parent run tagged with the DVC
+experiment name, the git commit and every param, which holds the headline metrics (logged by
+the report stage). A transfer cell's run has one nested run per seed (:meth:`StageRun.child`).
 """
 
 from __future__ import annotations
@@ -29,10 +37,20 @@ os.environ.setdefault("DO_NOT_TRACK", "true")
 os.environ.setdefault("MLFLOW_ENABLE_ASYNC_LOGGING", "false")
 
 _SECRET_WORDS = ("token", "password", "secret", "key", "credential")
+EXPERIMENT = "ctxrep"
+# Set by `make repro` (ctxrep.repro) to a fresh id per pipeline run; see pipeline_key().
+PIPELINE_ENV = "CTXREP_PIPELINE_RUN"
+PARENT_TAG = "mlflow.parentRunId"
 
 
 def repo_root(start: Path | None = None) -> Path:
-    """The project root, seen through a ``dvc exp`` temporary copy if we are in one."""
+    """The project root, seen through a ``dvc exp`` temporary copy if we are in one.
+
+    Under DVC (``DVC_ROOT`` set for every stage command; for experiments DVC points it at the
+    main repo, not at the temporary copy) that root; else the folder above
+    ``.dvc/tmp/exps/...``, else the nearest folder above with ``dvc.yaml`` or ``.git``."""
+    if start is None and os.environ.get("DVC_ROOT"):
+        return Path(os.environ["DVC_ROOT"]).resolve()
     here = (start or Path.cwd()).resolve()
     parts = here.parts
     for i in range(len(parts) - 3):
@@ -46,6 +64,60 @@ def repo_root(start: Path | None = None) -> Path:
 
 def tracking_uri() -> str:
     return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{repo_root() / 'mlflow.db'}"
+
+
+def is_server(uri: str) -> bool:
+    """A tracking server (its own artifact store) rather than a local database or folder."""
+    return uri.startswith(("http://", "https://", "databricks"))
+
+
+def _dvc_ancestor() -> "psutil.Process | None":  # noqa: F821
+    """The nearest ancestor process that is DVC itself (``dvc repro``, ``dvc exp run``, or the
+    ``dvc exp exec-run`` a queue worker starts per experiment)."""
+    import psutil
+
+    try:
+        for proc in psutil.Process().parents():
+            try:
+                argv = proc.cmdline()
+            except (psutil.AccessDenied, psutil.ZombieProcess):
+                continue
+            if any(os.path.basename(a) == "dvc" for a in argv[:2]) or argv[1:3] == ["-m", "dvc"]:
+                return proc
+    except psutil.Error:
+        return None
+    return None
+
+
+def pipeline_key() -> tuple[str, str]:
+    """A key shared by every stage of one pipeline run and by no other pipeline run, and where
+    it came from: ``(key, source)``.
+
+    A stage cannot see its siblings, so the key is derived from what one invocation of the
+    pipeline shares:
+
+    1. ``$CTXREP_PIPELINE_RUN`` (``env``): ``make repro`` sets a fresh uuid per run; set it
+       yourself to group runs by hand.
+    2. the DVC process that runs the stages (``dvc``): every stage command is a child of the
+       ``dvc repro`` / ``dvc exp run`` process (or, for queued experiments, of the
+       ``dvc exp exec-run`` process a worker starts per experiment). Its pid with its start
+       time is unique on a host (a pid alone is reused); the host name and the DVC experiment
+       name (``DVC_EXP_NAME``, when DVC sets one) are added, so two experiments never share it.
+    3. no DVC above us (a stage script run by hand, ``process``): this process alone is the
+       pipeline run.
+    """
+    if os.environ.get(PIPELINE_ENV):
+        return os.environ[PIPELINE_ENV], "env"
+    import hashlib
+
+    import psutil
+
+    proc, source = _dvc_ancestor(), "dvc"
+    if proc is None:
+        proc, source = psutil.Process(), "process"
+    ident = f"{socket.gethostname()}:{proc.pid}:{proc.create_time():.3f}:" \
+            f"{os.environ.get('DVC_EXP_NAME', '')}"
+    return f"{source}-{hashlib.sha256(ident.encode()).hexdigest()[:16]}", source
 
 
 def git_state(root: Path) -> dict:
@@ -101,19 +173,80 @@ def flatten(d: dict, prefix: str = "") -> dict:
     return out
 
 
+def _log_params(client, run_id: str, params: dict) -> None:
+    """``params`` flattened (credentials masked) as params and as ``param.<key>`` tags."""
+    from mlflow.entities import Param, RunTag
+
+    flat = flatten(params)
+    client.log_batch(run_id, params=[Param(k, str(v)[:6000]) for k, v in flat.items()],
+                     tags=[RunTag(f"param.{k}", str(v)[:5000]) for k, v in flat.items()])
+
+
 class StageRun:
-    """Handle on the active run: metrics per step and at the end, artifacts."""
+    """Handle on one run (a stage's, or a seed's inside it): metrics per step and at the end,
+    params, artifacts, nested runs, and the pipeline run above it (``parent_id``).
 
-    def __init__(self, mlflow, run):
-        self._mlflow, self.run = mlflow, run
+    Every call names its run explicitly (``MlflowClient``), so a nested run never receives
+    what was meant for its parent."""
 
-    def log_metrics(self, metrics: dict, step: int | None = None) -> None:
-        clean = {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float))}
-        if clean:
-            self._mlflow.log_metrics(clean, step=step)
+    def __init__(self, client, run, parent_id: str | None = None, tags: dict | None = None):
+        self.client, self.run, self.parent_id = client, run, parent_id
+        self._tags = tags or {}
 
-    def log_artifact(self, path: Path | str) -> None:
-        self._mlflow.log_artifact(str(path))
+    @property
+    def run_id(self) -> str:
+        return self.run.info.run_id
+
+    def log_metrics(self, metrics: dict, step: int | None = None, run_id: str | None = None) -> None:
+        import time
+
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        batch = [Metric(k, float(v), now, step or 0) for k, v in metrics.items()
+                 if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if batch:
+            self.client.log_batch(run_id or self.run_id, metrics=batch)
+
+    def log_params(self, params: dict) -> None:
+        _log_params(self.client, self.run_id, params)
+
+    def log_artifact(self, path: Path | str, artifact_path: str | None = None,
+                     run_id: str | None = None) -> None:
+        """A file, or a folder (as ``<artifact_path>/<its name>/``), under ``artifact_path``."""
+        path, run_id = Path(path), run_id or self.run_id
+        if path.is_dir():
+            where = f"{artifact_path}/{path.name}" if artifact_path else path.name
+            self.client.log_artifacts(run_id, str(path), where)
+        else:
+            self.client.log_artifact(run_id, str(path), artifact_path)
+
+    def log_pipeline_metrics(self, metrics: dict) -> None:
+        """Metrics on the pipeline run (the headline numbers), not on this stage's run."""
+        if self.parent_id:
+            self.log_metrics(metrics, run_id=self.parent_id)
+
+    def log_pipeline_artifact(self, path: Path | str, artifact_path: str | None = None) -> None:
+        """An artifact of the pipeline run (see :meth:`log_artifact`)."""
+        if self.parent_id:
+            self.log_artifact(path, artifact_path, run_id=self.parent_id)
+
+    @contextlib.contextmanager
+    def child(self, name: str, params: dict | None = None) -> Iterator["StageRun"]:
+        """A run nested under this one (e.g. one seed of a transfer cell), FINISHED when the
+        block ends, FAILED if it raises. It carries this run's ``stage``/``pid``/``host`` tags,
+        so a stage killed with -9 has its nested runs closed with it."""
+        tags = {**self._tags, PARENT_TAG: self.run_id, "run_kind": "nested"}
+        run = self.client.create_run(self.run.info.experiment_id, run_name=name, tags=tags)
+        handle = StageRun(self.client, run, self.parent_id, self._tags)
+        if params:
+            handle.log_params(params)
+        status = "FAILED"
+        try:
+            yield handle
+            status = "FINISHED"
+        finally:
+            self.client.set_terminated(run.info.run_id, status=status)
 
 
 def _alive(pid: int) -> bool:
@@ -126,10 +259,11 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def close_orphans(client, stage: str) -> list[str]:
+def close_orphans(client, stage: str, keep: str | None = None) -> list[str]:
     """Mark KILLED the runs of ``stage`` still RUNNING whose process on this host is gone (a
-    stage killed with -9 cannot end its own run). Returns their ids."""
-    exp = client.get_experiment_by_name("ctxrep")
+    stage killed with -9 cannot end its own run), their nested runs, and the pipeline run
+    above them unless it is ``keep`` (the current one). Returns the stage runs' ids."""
+    exp = client.get_experiment_by_name(EXPERIMENT)
     if exp is None:
         return []
     closed = []
@@ -141,43 +275,93 @@ def close_orphans(client, stage: str) -> list[str]:
                 and not _alive(int(tags["pid"])):
             client.set_terminated(run.info.run_id, status="KILLED")
             closed.append(run.info.run_id)
+            parent = tags.get(PARENT_TAG)
+            if tags.get("run_kind") == "stage" and parent and parent != keep \
+                    and client.get_run(parent).info.status == "RUNNING":
+                client.set_terminated(parent, status="KILLED")
     if closed:
         log.warning("MLflow: marked %d run(s) of %s KILLED (their process is gone)", len(closed),
                     stage)
     return closed
 
 
+def _experiment_id(mlflow, uri: str, root: Path) -> str:
+    """The ``ctxrep`` experiment, created on first use with its artifact root fixed: beside the
+    store, never in the working directory (under ``dvc exp run --temp/--queue`` a copy that DVC
+    deletes); on a server, the server's own artifact root."""
+    exp = mlflow.get_experiment_by_name(EXPERIMENT)
+    if exp is not None:
+        return exp.experiment_id
+    location = None if is_server(uri) else (root / "mlartifacts").as_uri()
+    return mlflow.create_experiment(EXPERIMENT, artifact_location=location)
+
+
+def pipeline_run(client, experiment_id: str, key: str, source: str,
+                 params: dict | None = None) -> str:
+    """The id of the pipeline run ``key`` (see :func:`pipeline_key`): found by its tag, or
+    created (by the first stage of that pipeline run) with the DVC experiment name, the git
+    commit and the whole params file."""
+    found = client.search_runs([experiment_id], max_results=1, filter_string=(
+        f"tags.pipeline_key = '{key}' and tags.run_kind = 'pipeline'"))
+    if found:
+        return found[0].info.run_id
+    exp_name = os.environ.get("DVC_EXP_NAME", "")
+    tags = {"run_kind": "pipeline", "pipeline_key": key, "pipeline_key_source": source,
+            "host": socket.gethostname(), **git_state(Path.cwd())}
+    if exp_name:
+        tags["dvc_exp_name"] = exp_name
+    if os.environ.get("DVC_EXP_BASELINE_REV"):
+        tags["dvc_exp_baseline_rev"] = os.environ["DVC_EXP_BASELINE_REV"]
+    if params and dict.get(params, "profile") is not None:
+        tags["profile"] = str(dict.get(params, "profile"))
+    run = client.create_run(experiment_id, run_name=exp_name or f"pipeline {key[-6:]}",
+                            tags=tags)
+    if params:
+        _log_params(client, run.info.run_id, dict(params))
+    return run.info.run_id
+
+
 @contextlib.contextmanager
-def stage_run(stage: str, params: dict | None = None) -> Iterator[StageRun]:
-    """Open the MLflow run of one executed stage (name = ``stage``)."""
+def stage_run(stage: str, params: dict | None = None,
+              pipeline_params: dict | None = None) -> Iterator[StageRun]:
+    """Open the MLflow run of one executed stage (name = ``stage``, params ``params``) nested
+    under its pipeline run (created with ``pipeline_params`` if this stage is the first)."""
     import mlflow
 
     logging.getLogger("alembic").setLevel(logging.WARNING)
     root = repo_root()
     uri = tracking_uri()
     mlflow.set_tracking_uri(uri)
+    key, source = pipeline_key()
     # Stages of queued experiments start together; the first to touch a new SQLite store creates
-    # its schema, and two doing so at once collide ("duplicate column"): serialise that step.
+    # its schema, and two doing so at once collide ("duplicate column"): serialise that step,
+    # and the creation of the experiment and of the pipeline run.
     lock = (FileLock(uri.removeprefix("sqlite:///") + ".lock", timeout=600)
             if uri.startswith("sqlite:///") else contextlib.nullcontext())
     with lock:
-        # Artifacts beside the store, not in the working directory (which, under `dvc exp run
-        # --temp/--queue`, is a copy that DVC deletes).
-        if mlflow.get_experiment_by_name("ctxrep") is None:
-            mlflow.create_experiment("ctxrep", artifact_location=(root / "mlartifacts").as_uri())
-        mlflow.set_experiment("ctxrep")
-    close_orphans(mlflow.MlflowClient(), stage)
+        client = mlflow.MlflowClient(uri)  # its first use of a new store creates the schema
+        experiment_id = _experiment_id(mlflow, uri, root)
+        mlflow.set_experiment(experiment_id=experiment_id)
+        parent_id = pipeline_run(client, experiment_id, key, source, pipeline_params)
+    close_orphans(client, stage, keep=parent_id)
+    client.update_run(parent_id, status="RUNNING")
     tags = {"stage": stage, "pid": str(os.getpid()), "host": socket.gethostname(),
-            **git_state(Path.cwd())}
+            "run_kind": "stage", "pipeline_key": key, **git_state(Path.cwd())}
     if os.environ.get("DVC_EXP_NAME"):
         tags["dvc_exp_name"] = os.environ["DVC_EXP_NAME"]
     if os.environ.get("DVC_EXP_BASELINE_REV"):
         tags["dvc_exp_baseline_rev"] = os.environ["DVC_EXP_BASELINE_REV"]
     tags.update({k: str(v) for k, v in input_hashes(stage).items()})
-    with mlflow.start_run(run_name=stage, tags=tags) as run:
-        if params:
-            flat = flatten(params)
-            mlflow.log_params({k: str(v)[:6000] for k, v in flat.items()})
-            mlflow.set_tags({f"param.{k}": str(v)[:5000] for k, v in flat.items()})
-        log.info("MLflow run %s (%s) in %s", run.info.run_id, stage, root / "mlflow.db")
-        yield StageRun(mlflow, run)
+    status = "FAILED"
+    try:
+        with mlflow.start_run(run_name=stage, parent_run_id=parent_id, tags=tags) as run:
+            if params:
+                _log_params(client, run.info.run_id, params)
+            log.info("MLflow run %s (%s) in pipeline run %s, %s", run.info.run_id, stage,
+                     parent_id, uri)
+            yield StageRun(client, run, parent_id,
+                           {k: tags[k] for k in ("stage", "pid", "host", "pipeline_key")})
+            status = "FINISHED"
+    finally:
+        # The pipeline run ends with its last stage; the next stage of it reopens it.
+        client.set_terminated(parent_id, status=status)

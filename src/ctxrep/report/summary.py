@@ -14,6 +14,8 @@ from __future__ import annotations
 from ctxrep.report.inputs import TransferResult
 
 DECIMALS = 4
+# ctxrep.analysis.claims's verdicts: each one's count is a metric, zero included
+VERDICTS = ("reproduced", "contradicted", "inconclusive")
 
 
 def summarise(transfer: dict[str, dict[str, TransferResult]], extras: dict | None = None) -> dict:
@@ -58,8 +60,22 @@ def claim_metrics(summary: dict) -> dict:
     return {k: dict(sorted(v.items())) for k, v in sorted(claims.items())}
 
 
-def flat_numbers(summary: dict) -> dict[str, float]:
-    """``<task>.<method>.mean`` / ``.std`` for MLflow."""
-    return {f"{task}.{method}.{stat}": cell[stat]
-            for task, cells in summary["cells"].items() for method, cell in cells.items()
-            for stat in ("mean", "std")}
+def flat_numbers(summary: dict, pretrain: dict | None = None) -> dict[str, float]:
+    """The headline numbers as flat MLflow metrics: ``<task>.<method>.mean`` / ``.std`` /
+    ``.ci95_low`` / ``.ci95_high``, ``<task>.baseline.<name>``, the claims' verdict counts
+    (``claims.<verdict>``) and each pretraining metric (``pretrain_<model>.<key>``, from
+    ``pretrain``: model -> ``metrics/pretrain_<model>.json``, None where missing)."""
+    out = {}
+    for task, cells in summary["cells"].items():
+        for method, cell in cells.items():
+            out[f"{task}.{method}.mean"], out[f"{task}.{method}.std"] = cell["mean"], cell["std"]
+            if cell.get("ci95"):
+                out[f"{task}.{method}.ci95_low"], out[f"{task}.{method}.ci95_high"] = cell["ci95"]
+    for task, scores in summary.get("baselines", {}).items():
+        out.update({f"{task}.baseline.{name}": value for name, value in scores.items()})
+    verdicts = [claim["verdict"] for claim in summary.get("claims", [])]
+    out.update({f"claims.{v}": verdicts.count(v) for v in {*VERDICTS, *verdicts}})
+    for model, metrics in (pretrain or {}).items():
+        out.update({f"pretrain_{model}.{key}": value for key, value in (metrics or {}).items()
+                    if isinstance(value, (int, float)) and not isinstance(value, bool)})
+    return out

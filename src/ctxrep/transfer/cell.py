@@ -19,6 +19,7 @@ with other params or inputs never resumes them.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import statistics
 from dataclasses import dataclass, field
@@ -82,7 +83,10 @@ def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None,
              train_fraction: float = 1.0) -> Cell:
     """Train and evaluate ``method`` on ``task`` for every seed of ``common``, on
     ``train_fraction`` of the training examples (a nested subset; the dev split stays whole);
-    the cell carries each seed's predictions for :mod:`ctxrep.transfer.predictions`."""
+    the cell carries each seed's predictions for :mod:`ctxrep.transfer.predictions`. With
+    ``run`` (the cell's :class:`ctxrep.tracking.StageRun`), each seed logs its curves and
+    ``eval_<score>`` to a nested run of its own, and the cell's run gets ``eval_<score>_mean``
+    / ``_std``."""
     task_spec = spec(task)
     record = {"task": task, "method": method, "kind": task_spec.kind, "metric": task_spec.metric,
               "metrics": list(task_spec.metrics), "primary": primary_key(task_spec.metrics),
@@ -109,19 +113,30 @@ def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None,
         train_idx = nested_subset(train_idx, train_fraction)
     kind = task_spec.kind
     runs = []
+    point = "" if train_fraction == 1.0 else f" fraction {train_fraction}"  # learning curves
     for seed in common.seeds:
         ckpt = ckpt_root / f"seed{seed}"
-        if method in config.FEATURE_METHODS:
-            train = splits["train"]
-            n_labels = (train.features["tags"].feature.num_classes if kind == "tagging"
-                        else getattr(train.features.get("label"), "num_classes", 0))
-            runs.append(run_feature_transfer(kind, task_spec.metrics, method, store, splits,
-                                             eval_split, n_labels, p, seed, ckpt, train_idx,
-                                             dev_idx, common.patience, run, vectors))
-        else:
-            runs.append(run_finetune(kind, task_spec.metrics, splits, eval_split, BERT_MODEL,
-                                     method == "bert-finetune", p, seed, ckpt, train_idx,
-                                     dev_idx, common.patience, run))
+        # One MLflow run per seed, nested in the cell's: each seed's curves apart, not zig-zagging
+        # through one run.
+        with (run.child(f"{task}-{method}{point} seed {seed}",
+                        {"task": task, "method": method, "seed": seed,
+                         "train_fraction": train_fraction})
+              if run is not None else contextlib.nullcontext()) as seed_run:
+            if method in config.FEATURE_METHODS:
+                train = splits["train"]
+                n_labels = (train.features["tags"].feature.num_classes if kind == "tagging"
+                            else getattr(train.features.get("label"), "num_classes", 0))
+                result = run_feature_transfer(kind, task_spec.metrics, method, store, splits,
+                                              eval_split, n_labels, p, seed, ckpt, train_idx,
+                                              dev_idx, common.patience, seed_run, vectors)
+            else:
+                result = run_finetune(kind, task_spec.metrics, splits, eval_split, BERT_MODEL,
+                                      method == "bert-finetune", p, seed, ckpt, train_idx,
+                                      dev_idx, common.patience, seed_run)
+            if seed_run is not None:
+                seed_run.log_metrics({**{f"eval_{k}": v for k, v in result["scores"].items()},
+                                      "best_epoch": result["best_epoch"]})
+        runs.append(result)
     shutil.rmtree(ckpt_root, ignore_errors=True)  # every seed finished: nothing to resume
 
     gold = references(kind, splits[eval_split])
@@ -136,6 +151,10 @@ def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None,
                             if len(runs) > 1 else 0.0,
                             "values": [round(r["scores"][k], 6) for r in runs]}
                         for k in sorted(runs[0]["scores"])}
+    if run is not None:
+        prefix = "" if train_fraction == 1.0 else f"fraction{train_fraction}."
+        run.log_metrics({f"{prefix}eval_{k}_{stat}": v[stat] for k, v in record["scores"].items()
+                         for stat in ("mean", "std")})
     record["best_epoch"] = [r["best_epoch"] for r in runs]
     record["curves"] = [r["curve"] for r in runs]
     record["degenerate"] = [is_degenerate(kind, r["predictions"]) for r in runs]
