@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -39,11 +38,11 @@ def ran(dvc_output: str) -> list[str]:
 
 
 def use_remote(repo: Path, settings: dict) -> None:
-    """Point this clone's default remote ``storage`` (committed in .dvc/config) elsewhere, the
-    way the README says: `dvc remote modify --local`, i.e. the git-ignored .dvc/config.local."""
-    (repo / ".dvc/config.local").unlink(missing_ok=True)
-    for option, value in settings.items():
-        dvc(repo, "remote", "modify", "--local", "storage", option, value)
+    """Point this clone's default remote ``storage`` (committed in .dvc/config) elsewhere in the
+    git-ignored .dvc/config.local: what `dvc remote modify --local storage <option> <value>`
+    writes (the README's way), written directly to spare a DVC start-up per option."""
+    lines = ['[\'remote "storage"\']'] + [f"    {k} = {v}" for k, v in settings.items()]
+    (repo / ".dvc/config.local").write_text("\n".join(lines) + "\n")
 
 
 def metric_values(shown: dict) -> dict:
@@ -135,21 +134,19 @@ def test_b_pulls_a_run_and_reproduces_nothing(team, remote, tmp_path):
     assert ran(out) == ["Running stage 'locate_data':"], out  # it always looks; nothing computes
     assert git(b, "status", "--porcelain") == "", "B's repro changed tracked files"
 
-    theirs = metric_values(json.loads(dvc(a, "metrics", "show", "--json")))
-    ours = metric_values(json.loads(dvc(b, "metrics", "show", "--json")))
-    assert ours == theirs and ours["metrics/tokenize.json"]["train_docs"] > 0
-    assert json.loads(dvc(b, "metrics", "diff", "--json")) == {}  # workspace = A's commit
+    theirs = json.loads((a / "metrics/tokenize.json").read_text())
+    assert metric_values(json.loads(dvc(b, "metrics", "show", "--json"))) == \
+        {"metrics/tokenize.json": theirs}
     new = json.loads(dvc(b, "metrics", "diff", "HEAD~1", "HEAD", "--json"))  # before A's run
-    assert new["metrics/tokenize.json"]["train_docs"]["new"] == \
-        theirs["metrics/tokenize.json"]["train_docs"]
+    assert {k: v["new"] for k, v in new["metrics/tokenize.json"].items()} == theirs
     row = next(r for r in json.loads(dvc(b, "exp", "show", "--json")) if r["rev"] == "workspace")
-    assert row["data"]["metrics"]["metrics/tokenize.json"]["data"] == theirs["metrics/tokenize.json"]
+    assert row["data"]["metrics"]["metrics/tokenize.json"]["data"] == theirs
 
 
 def test_b_pulls_an_experiment_of_a(team, tmp_path):
     """A runs an experiment (tokenize with a larger held-out share) and pushes it (git refs to
-    the git remote, outputs to the DVC remote); B pulls it, sees it in `dvc exp show`, applies
-    it and reproduces nothing."""
+    the git remote, outputs to the DVC remote); B pulls it and sees it, with A's params and
+    metrics, in `dvc exp show`."""
     a, _, _, env = team
     remote = {"url": str(tmp_path / "dvc-remote")}
     use_remote(a, remote)
@@ -168,9 +165,3 @@ def test_b_pulls_an_experiment_of_a(team, tmp_path):
     baseline = json.loads((a / "metrics/tokenize.json").read_text())
     shown = data["metrics"]["metrics/tokenize.json"]["data"]
     assert shown["train_docs"] < baseline["train_docs"]  # a larger held-out share: A's numbers
-
-    dvc(b, "exp", "apply", "a-heldout")
-    dvc(b, "pull", "--with-deps", "tokenize")  # the upstream outputs B had not pulled yet
-    assert json.loads((b / "metrics/tokenize.json").read_text()) == shown
-    out = dvc(b, "repro", "tokenize", env=exp_env)
-    assert ran(out) == ["Running stage 'locate_data':"], out
