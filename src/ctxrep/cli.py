@@ -23,7 +23,18 @@ def main(argv: list[str] | None = None) -> None:
     ie.add_argument("options", type=Path, help="the model's options.json")
     ie.add_argument("weights", type=Path, help="the model's *_weights.hdf5")
     ie.add_argument("out_dir", type=Path, help="the model directory to write (new, or a saved model to replace)")
+    from ctxrep.data import fixture, pin
+
+    pin.add_arguments(sub.add_parser("pin", help="pin the sha256 of a task's mirror files in the "
+                                     "registry (fetch then checks them)"))
+    fixture.add_arguments(sub.add_parser("fixture", help="cut a task's test fixture from the "
+                                         "head of its mirror files (tests/fixtures/mirror/)"))
     a = ap.parse_args(argv)
+
+    if a.command == "pin":
+        raise SystemExit(pin.run(a))
+    if a.command == "fixture":
+        raise SystemExit(fixture.run(a))
 
     if a.command == "import-elmo":
         from ctxrep.errors import InputError
