@@ -1,7 +1,8 @@
 """Stage transfer@<task>-<method>: train and evaluate one grid cell over every seed.
 
 Writes metrics/transfer/<task>/<method>.json (mean ± std over seeds of each metric, and the
-learned scalar-mix weights of feature-based methods; see ctxrep.transfer.cell).
+learned scalar-mix weights of feature-based methods; see ctxrep.transfer.cell) and each seed's
+per-epoch curve, a DVC plot (metrics/curves/<task>/<method>/; see ctxrep.transfer.curves).
 """
 
 import sys
@@ -11,6 +12,7 @@ from ctxrep import config
 from ctxrep.io import write_json
 from ctxrep.stage import stage
 from ctxrep.transfer.cell import run_cell
+from ctxrep.transfer.curves import write_seed_curves
 from ctxrep.transfer.predictions import predictions_dir, write_predictions
 
 task, method = sys.argv[1], sys.argv[2]
@@ -21,6 +23,7 @@ with stage(f"transfer@{task}-{method}", None) as ctx:
     cell = run_cell(task, method, common, p, ctx.run)
     write_predictions(predictions_dir(task, method), cell.predictions)
     write_json(Path("metrics/transfer") / task / f"{method}.json", cell.record)
+    write_seed_curves(task, method, cell.record)
     cost = cell.cost
     ctx.compute(amount=cost.amount, unit=cost.unit, params=cost.params, flops=cost.flops)
     if "unavailable" in cell.record:

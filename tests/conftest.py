@@ -230,3 +230,27 @@ def kill_stage_when(repo: Path, script: str, args: list[str], condition, env: di
         time.sleep(0.005)
     proc.wait()
     return False
+
+
+DATA_STAGES = ["fetch_corpus", "fetch_tasks", "tokenize"]
+
+
+def dvc(repo: Path, *args: str, env: dict | None = None) -> str:
+    """``dvc <args>`` in ``repo`` with this venv's tools on PATH and ``repo``'s own MLflow store;
+    fails the test on a non-zero exit. Returns stdout."""
+    bin_dir = os.path.dirname(sys.executable)
+    full = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{repo / 'mlflow.db'}",
+            "PATH": f"{bin_dir}:{os.environ['PATH']}", **(env or {})}
+    proc = subprocess.run([os.path.join(bin_dir, "dvc"), *args], cwd=repo, env=full,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, f"dvc {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout
+
+
+@pytest.fixture(scope="session")
+def data_stages_repo(tmp_path_factory, tiny_mirror) -> Path:
+    """A scratch repo (tiny profile) in which `dvc repro` ran the data stages on the fixture
+    mirror: shared by the data-stage tests and the sharing tests (which commit it and push)."""
+    repo = scratch_repo(tmp_path_factory.mktemp("repo"), "tiny")
+    dvc(repo, "repro", *DATA_STAGES, env={"CTXREP_DATA_MIRROR": str(tiny_mirror)})
+    return repo

@@ -64,14 +64,15 @@ def test_every_declared_param_exists_in_params_yaml():
 # a real run of the tiny pipeline, traced
 
 
-def _dvc(repo: Path, *args: str, env: dict | None = None, check: bool = True) -> str:
+def _dvc(repo: Path, *args: str, env: dict | None = None, check: bool = True,
+         stdout_only: bool = False) -> str:
     full = {**os.environ, "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}",
             "MLFLOW_TRACKING_URI": f"sqlite:///{repo / 'mlflow.db'}", **(env or {})}
     proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "dvc"), *args],
                           cwd=repo, env=full, capture_output=True, text=True, timeout=1800)
     if check:
         assert proc.returncode == 0, f"dvc {' '.join(args)}:\n{proc.stdout}\n{proc.stderr}"
-    return proc.stdout + proc.stderr
+    return proc.stdout if stdout_only else proc.stdout + proc.stderr
 
 
 @pytest.fixture(scope="module")
@@ -343,3 +344,52 @@ def test_mlflow_registry_holds_both_models_tagged_with_their_dvc_hash(run):
         a, b = logged["model"].eval()(**enc), ours(**enc)
     assert torch.equal(a.prediction_logits, b.prediction_logits)
     assert torch.equal(a.seq_relationship_logits, b.seq_relationship_logits)
+
+
+@pytest.mark.slow
+def test_plots_diff_of_two_experiments_lists_every_curve_and_figure(run, tmp_path):
+    """`dvc plots diff --json <exp-a> <exp-b>` (offline): every declared curve, with both runs'
+    points (pretraining per step, held-out per evaluation, transfer per epoch and seed), and the
+    report's figures as PNG images; the transfer curve files hold the cell records' curves."""
+    repo, _, env = run
+    params = yaml.safe_load((repo / "params.yaml").read_text())
+    lr = params["pretrain_bilm"]["lr"]
+    _dvc(repo, "exp", "run", "-n", "plots-a", "-S", "profile=tiny", "pretrain_bilm", env=env)
+    _dvc(repo, "exp", "run", "-n", "plots-b", "-S", "profile=tiny",
+         "-S", f"pretrain_bilm.lr={lr * 5}", "pretrain_bilm", env=env)  # the run cache's, if run
+    try:
+        shown = json.loads(_dvc(repo, "plots", "diff", "--json", "-o", str(tmp_path / "plots"),
+                                "plots-a", "plots-b", stdout_only=True))
+    finally:
+        _dvc(repo, "exp", "apply", "plots-a")
+    assert not shown.get("errors"), shown.get("errors")
+    plots = shown["data"]
+
+    def points(plot_id: str) -> dict:
+        (entry,) = plots[plot_id]
+        assert entry["type"] == "vega" and sorted(entry["revisions"]) == ["plots-a", "plots-b"]
+        by_rev: dict = {}
+        for row in entry["content"]["data"]["values"]:
+            by_rev.setdefault(row["rev"], []).append(row)
+        return by_rev
+
+    steps = params["pretrain_bilm"]["steps"]
+    every = params["pretrain_bilm"]["eval_every"]
+    val = points("metrics/pretrain_bilm_val.tsv")
+    assert [int(r["step"]) for r in val["plots-a"]] == list(range(every, steps + 1, every))
+    assert [r["val_ppl"] for r in val["plots-a"]] != [r["val_ppl"] for r in val["plots-b"]]
+    assert len(points("metrics/pretrain_bilm_curve.tsv")["plots-b"]) == steps
+    assert points("metrics/pretrain_bert_val.tsv")["plots-a"][-1]["val_mlm_acc"]
+    for task in params["grid"]["tasks"]:
+        for method in params["grid"]["methods"]:
+            record = json.loads((repo / f"metrics/transfer/{task}/{method}.json").read_text())
+            for seed, curve in zip(record["seeds"], record["curves"]):
+                rows = points(f"metrics/curves/{task}/{method}/seed{seed}.tsv")["plots-a"]
+                assert [float(r["dev"]) for r in rows] == pytest.approx(curve["dev"]), (task, method)
+    images = [p for p in plots if p.startswith("reports/figures/")]
+    assert {"reports/figures/pretraining_loss.png", "reports/figures/transfer_curves.png"} \
+        <= set(images)
+    for image in images:
+        urls = {e["revisions"][0]: e["url"] for e in plots[image]}
+        assert set(urls) == {"plots-a", "plots-b"}
+        assert all(Path(u).read_bytes()[:4] == b"\x89PNG" for u in urls.values()), image

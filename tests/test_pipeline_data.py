@@ -9,26 +9,14 @@ import sys
 import pytest
 import yaml
 
-from tests.conftest import scratch_repo
+from tests.conftest import DATA_STAGES, dvc, scratch_repo
 
 pytestmark = pytest.mark.slow
-DATA_STAGES = ["fetch_corpus", "fetch_tasks", "tokenize"]
 
 
-def dvc(repo, *args, env=None):
-    full = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{repo / 'mlflow.db'}",
-            "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}", **(env or {})}
-    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "dvc"), *args], cwd=repo,
-                          env=full, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, f"dvc {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}"
-    return proc.stdout
-
-
-@pytest.fixture(scope="module")
-def repo(tmp_path_factory, tiny_mirror):
-    repo = scratch_repo(tmp_path_factory.mktemp("repo"), "tiny")
-    dvc(repo, "repro", *DATA_STAGES, env={"CTXREP_DATA_MIRROR": str(tiny_mirror)})
-    return repo
+@pytest.fixture
+def repo(data_stages_repo):
+    return data_stages_repo
 
 
 def test_outputs_and_manifests(repo):

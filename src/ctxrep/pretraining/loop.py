@@ -358,6 +358,19 @@ def write_curve(path: Path, result: TrainResult) -> None:
             f.write(f"{int(step)}\t{loss:.6f}\t{lr:.6g}\n")
 
 
+def write_eval_curve(path: Path, result: TrainResult) -> None:
+    """The held-out curve as TSV (a DVC plot): one row per evaluation (every ``eval_every``
+    steps and at the end), the step and every metric the objective's ``evaluate`` returned."""
+    from ctxrep.io import atomic_file
+
+    keys = sorted({k for _, metrics in result.evals for k in metrics})
+    with atomic_file(path) as f:
+        f.write("\t".join(["step", *keys]) + "\n")
+        for step, metrics in result.evals:
+            f.write("\t".join([str(int(step)), *(f"{metrics[k]:.6g}" if k in metrics else ""
+                                                  for k in keys)]) + "\n")
+
+
 def run_key(*parts) -> str:
     """A checkpoint folder name from a run's params and data: a changed run never resumes an
     old one's checkpoints."""
@@ -368,8 +381,9 @@ def run_key(*parts) -> str:
 def publish(ctx, name: str, result: TrainResult, evaluation: dict, n_params: int,
             flops_per_token: float, ckpt_root: Path) -> dict:
     """What a pretraining stage leaves besides its model, once it has finished: ``metrics/
-    <name>.json`` (``evaluation`` + run totals: the same bytes on every run), its loss curve and
-    its compute-ledger entry (with the timings, which differ run to run); its checkpoints go.
+    <name>.json`` (``evaluation`` + run totals: the same bytes on every run), its loss curve
+    (``metrics/<name>_curve.tsv``), its held-out curve (``metrics/<name>_val.tsv``) and its
+    compute-ledger entry (with the timings, which differ run to run); its checkpoints go.
     ``ctx`` is the stage's :class:`ctxrep.stage.StageContext`."""
     metrics = {**evaluation, "train_tokens": result.train_tokens, "steps": result.steps,
                "params": n_params, "train_flops": float(flops_per_token) * result.train_tokens}
@@ -378,5 +392,6 @@ def publish(ctx, name: str, result: TrainResult, evaluation: dict, n_params: int
                 flops=metrics["train_flops"], train_s=round(result.train_seconds, 1),
                 tokens_per_s=round(result.train_tokens / max(result.train_seconds, 1e-9), 1))
     write_curve(Path(f"metrics/{name}_curve.tsv"), result)
+    write_eval_curve(Path(f"metrics/{name}_val.tsv"), result)
     Checkpoints(ckpt_root).clear()
     return metrics
