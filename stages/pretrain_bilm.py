@@ -1,24 +1,27 @@
-"""Stage pretrain_bilm: train the ELMo biLM on the tokenized corpus → data/models/bilm/."""
+"""Stage pretrain_bilm → data/models/bilm/: train the ELMo biLM on the tokenized corpus
+(``source: train``), or import published bilm-tf / AllenNLP weights (``source: import``)."""
 
 from pathlib import Path
 
 import torch
 
+from ctxrep import config
 from ctxrep.data.tokenized import TokenizedCorpus
 from ctxrep.io import atomic_dir
-from ctxrep import config
 from ctxrep.models.bilm import BiLM, BiLMConfig, flops_per_token
 from ctxrep.models.elmo import Elmo
+from ctxrep.models.elmo_import import load_bilm_tf
 from ctxrep.pretraining import loop
 from ctxrep.pretraining.bilm_objective import (BiLMObjective, WordTypes, load_sentences,
                                                unigram_perplexity)
+from ctxrep.published import elmo_files, publish_import, record_trained
 from ctxrep.stage import stage
 
 OUT, CKPT = Path("data/models/bilm"), Path("data/checkpoints/pretrain_bilm")
 
-with stage("pretrain_bilm", "pretrain_bilm") as ctx:
-    p = ctx.section
-    corpus = TokenizedCorpus("data/tokenized")
+
+def train(ctx, p) -> None:
+    corpus = TokenizedCorpus(p.path)
     vocab, _ = corpus.word_vocab()
     with config.as_param_error("pretrain_bilm"):  # before any work
         model_config = BiLMConfig.from_params(p, vocab_size=len(vocab))
@@ -48,5 +51,22 @@ with stage("pretrain_bilm", "pretrain_bilm") as ctx:
             "val_ppl": round(ev["val_ppl"], 3), "unigram_ppl": round(unigram, 3),
             "params_without_softmax": model.num_parameters(include_softmax=False),
         }, model.num_parameters(), flops_per_token(model_config), CKPT)
+        record_trained("bilm", p.path)
     ctx.summary(steps=result.steps, tokens=result.train_tokens,
                 val_ppl=round(result.final_eval["val_ppl"], 1))
+
+
+def import_published(ctx, p) -> None:
+    options, weights = elmo_files(p.path)
+    bilm, char_spec = load_bilm_tf(options, weights)  # no softmax, no vocabulary: features only
+    with atomic_dir(OUT) as tmp:
+        Elmo(bilm, [], char_spec).save_pretrained(tmp)
+    n_params = bilm.num_parameters()
+    record = publish_import(ctx, "pretrain_bilm", "bilm", p.path, [options, weights],
+                            {"params": n_params, "params_without_softmax": n_params})
+    ctx.summary(imported=p.path, params=n_params,
+                sha256=", ".join(f"{f['name']} {f['sha256'][:12]}" for f in record["files"]))
+
+
+with stage("pretrain_bilm", "pretrain_bilm") as ctx:
+    (import_published if ctx.section.source == "import" else train)(ctx, ctx.section)
