@@ -122,6 +122,18 @@ def test_source_params_are_checked_before_any_stage_runs(tmp_path, hf_bert):
                                       f"pretrain_bert.path={hf_bert.parent / 'no-vocab'}"])
 
 
+def test_a_missing_bert_folder_names_the_hub_id_it_comes_from(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(config.ParamError) as err:
+        _params(tmp_path, "default", ["pretrain_bert.source=import",
+                                      "pretrain_bert.path=published/bert_uncased_L-4_H-256_A-4"])
+    for needed in ("published/bert_uncased_L-4_H-256_A-4 does not exist",
+                   "https://huggingface.co/google/bert_uncased_L-4_H-256_A-4",
+                   "ctxrep import-bert google/bert_uncased_L-4_H-256_A-4 DIR",
+                   "pretrain_bert.path=DIR"):
+        assert needed in str(err.value), err.value
+
+
 def test_missing_elmo_weights_name_the_file_its_url_and_how_to_provide_it(tmp_path):
     folder = tmp_path / "2x1024_128_2048cnn_1xhighway"
     folder.mkdir()

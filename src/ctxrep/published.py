@@ -103,9 +103,10 @@ def _elmo_help(folder: Path, pattern: str) -> str:
 
 
 def _bert_help(folder: Path, missing: str) -> str:
-    text = str(folder)
-    hub_id = (text if not folder.exists() and text.count("/") <= 1 and not text.startswith(".")
-              else BERT_DEFAULT)
+    # The Hub id to suggest: the one the folder is named after, the path itself when it is a
+    # Hub id (pretrain_bert.path=google/…), else the paper's BERT.
+    by_name = {hub_id.split("/")[-1]: hub_id for hub_id in BERT_HUB_IDS}
+    hub_id = str(folder) if str(folder) in BERT_HUB_IDS else by_name.get(folder.name, BERT_DEFAULT)
     where = ("does not exist" if not folder.exists() else f"has no {missing}")
     return (f"published BERT not found: {folder} {where}. A published BERT is a Hugging Face "
             f"model directory (config.json, model.safetensors or pytorch_model.bin, and its own "
