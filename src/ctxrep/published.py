@@ -78,9 +78,12 @@ def bert_files(folder: str | Path) -> list[Path]:
     config = folder / "config.json"
     if not config.is_file():
         raise MissingWeights(_bert_help(folder, "config.json"))
-    weights = [folder / n for n in BERT_WEIGHTS if (folder / n).is_file()]
+    # the one file the import reads, in ctxrep.models.bert_hf.read_hf_weights' order
+    weights = [folder / n for n in BERT_WEIGHTS if (folder / n).is_file()][:1]
     if not weights:
         raise MissingWeights(_bert_help(folder, " or ".join(BERT_WEIGHTS)))
+    if weights[0].name == "model.safetensors.index.json":  # and its shards
+        weights += sorted(folder.glob("model-*.safetensors"))
     tokenizer = [folder / n for n in BERT_TOKENIZER if (folder / n).is_file()]
     if not tokenizer:
         raise MissingWeights(_bert_help(folder, " or ".join(BERT_TOKENIZER) + " (the "
