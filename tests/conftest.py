@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+FIXTURE_MIRROR = REPO / "tests" / "fixtures" / "mirror"  # written by `ctxrep fixture <task>`
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -113,6 +114,9 @@ def build_mirror(root: Path, n_docs: int = 80, seed: int = 0) -> Path:
             {"id": f"q{a}", "question": "When did it open?",
              "answers": [{"text": str(1900 + a), "answer_start": context.index(str(1900 + a))}]}]}]})
     (squad / "dev-v1.1.json").write_text(json.dumps({"data": articles, "version": "1.1"}))
+    # Fixtures of tasks added later, cut from their mirror files by `ctxrep fixture <task>`.
+    if FIXTURE_MIRROR.is_dir():
+        shutil.copytree(FIXTURE_MIRROR, root, dirs_exist_ok=True)
     return root
 
 
@@ -139,9 +143,12 @@ def tree_hash(root: Path) -> str:
     return h.hexdigest()
 
 
-def scratch_repo(dest: Path, profile: str = "default", overrides: list[str] = ()) -> Path:
+def scratch_repo(dest: Path, profile: str = "default", overrides: list[str] = (),
+                 copy_src: bool = False) -> Path:
     """A git repo holding the project's pipeline files (not data), for running real stages,
-    with params.yaml composed for ``profile`` (+ Hydra ``overrides``) as `dvc exp run` would."""
+    with params.yaml composed for ``profile`` (+ Hydra ``overrides``) as `dvc exp run` would.
+    ``src/ctxrep`` links to the project's package, or is a copy to edit (``copy_src``: stages
+    then need ``PYTHONPATH=<dest>/src``, see :func:`src_env`)."""
     for name in ("dvc.yaml", ".dvcignore", ".gitignore"):
         shutil.copy2(REPO / name, dest / name)
     for name in ("stages", "conf", ".dvc"):
@@ -152,12 +159,34 @@ def scratch_repo(dest: Path, profile: str = "default", overrides: list[str] = ()
     compose(dest, profile, overrides)
     # dvc.yaml's code deps point into src/: link the installed package source.
     (dest / "src").mkdir()
-    os.symlink(REPO / "src" / "ctxrep", dest / "src" / "ctxrep")
+    if copy_src:
+        shutil.copytree(REPO / "src" / "ctxrep", dest / "src" / "ctxrep",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    else:
+        os.symlink(REPO / "src" / "ctxrep", dest / "src" / "ctxrep")
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
     for cmd in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "init"]):
         subprocess.run(cmd, cwd=dest, check=True, env=env)
     return dest
+
+
+def src_env(repo: Path) -> dict:
+    """Environment for running ``repo``'s own copy of the package (``scratch_repo(copy_src=True)``)."""
+    return {"PYTHONPATH": str(repo / "src")}
+
+
+@pytest.fixture(scope="session")
+def tiny_pretrained(tmp_path_factory, tiny_mirror) -> Path:
+    """A tiny-profile scratch repo whose corpus is fetched and tokenized and whose biLM and
+    static word vectors are pretrained (``data/``): made once, for the tests that need *a*
+    trained biLM."""
+    repo = scratch_repo(tmp_path_factory.mktemp("pretrained"), "tiny")
+    env = {"CTXREP_DATA_MIRROR": str(tiny_mirror)}
+    for script in ("locate_data.py", "fetch_corpus.py", "tokenize_corpus.py", "pretrain_bilm.py",
+                   "pretrain_static.py"):
+        run_stage(repo, script, env=env)
+    return repo
 
 
 def compose(repo: Path, profile: str, overrides: list[str] = ()) -> dict:

@@ -58,8 +58,55 @@ def test_predict_all_gives_each_kind_its_baselines():
     assert out["majority"] == [0, 0, 0, 0] and out["tfidf-lr"] == [1, 0, 1, 0]
 
 
+def test_regression_baselines_mean_and_tfidf_ridge():
+    """The mean baseline predicts the training mean (correlation 0 by the metric's definition);
+    TF-IDF + ridge scores held-out pairs by their word overlap, so it correlates with gold
+    scores that follow the overlap."""
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(40)]
+
+    def pair(shared):  # two 6-word texts sharing `shared` words
+        a = list(rng.choice(words, 6, replace=False))
+        b = a[:shared] + [f"u{rng.integers(1000)}" for _ in range(6 - shared)]
+        return " ".join(a), " ".join(b), float(shared)
+    rows = [pair(int(rng.integers(0, 7))) for _ in range(160)]
+    ds = datasets.Dataset.from_dict({"text": [r[0] for r in rows], "text_pair": [r[1] for r in rows],
+                                     "label": [r[2] for r in rows]}, features=schemas.regression())
+    train, test = ds.select(range(120)), ds.select(range(120, 160))
+    out = B.predict_all("regression", train, test)
+    assert set(out) == {"mean", "tfidf-ridge"}
+    assert out["mean"] == [pytest.approx(np.mean(train["label"]))] * 40
+    assert compute("pearson_spearman", out["mean"], test["label"])["pearson"] == 0.0
+    assert compute("pearson_spearman", out["tfidf-ridge"], test["label"])["pearson"] > 0.7
+
+
 # ---------------------------------------------------------------------------------------------
 # Per-example statistics sum to the metric modules' values
+
+
+def test_pearson_statistics_reproduce_the_metric_module_and_a_constant_is_zero():
+    rng = np.random.default_rng(4)
+    gold = rng.uniform(0, 5, 300)
+    pred = gold + rng.normal(0, 2, 300) + 100.0  # far from 0: the shift keeps sums small
+    stats = example_stats("pearson", pred.tolist(), gold.tolist())
+    assert metric_value("pearson", stats) == pytest.approx(
+        compute("pearson_spearman", pred.tolist(), gold.tolist())["pearson"], abs=1e-9)
+    assert metric_value("pearson", example_stats("pearson", [3.3] * 50, gold[:50].tolist())) == 0.0
+
+
+def test_bootstrap_ci_of_pearson_matches_the_fisher_interval():
+    """For bivariate normal data the 95 % CI of r is tanh(atanh(r) ± 1.96/√(n−3))."""
+    rng = np.random.default_rng(5)
+    n = 2000
+    x = rng.normal(size=n)
+    y = 0.6 * x + 0.8 * rng.normal(size=n)
+    ci = bootstrap_mean("pearson", [example_stats("pearson", x.tolist(), y.tolist())],
+                        n_resamples=2000)
+    r = np.corrcoef(x, y)[0, 1]
+    low, high = np.tanh(np.arctanh(r) + np.array([-1.96, 1.96]) / np.sqrt(n - 3))
+    assert ci.estimate == pytest.approx(r)
+    assert ci.low == pytest.approx(low, abs=0.15 * (high - low))
+    assert ci.high == pytest.approx(high, abs=0.15 * (high - low))
 
 
 def test_statistics_reproduce_the_metric_modules():

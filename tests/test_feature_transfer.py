@@ -2,14 +2,28 @@
 
 import datasets
 import numpy as np
+import pytest
 import torch
 
 from ctxrep.config import defaults
 from ctxrep.data import schemas
+from ctxrep.models.word_vectors import WordVectors
+from ctxrep.transfer.feature_models import WordFeatures
 from ctxrep.transfer.feature_train import build_model, run_feature_transfer
 from ctxrep.transfer.features import FIELDS, FeatureStore, FieldWriter, task_words
 
-N_LAYERS, DIM = 3, 8
+N_LAYERS, DIM, VEC_DIM = 3, 8, 4
+
+
+def word_vectors(words, vector=None, lowercase=True):
+    """Word vectors for ``words``: ``vector(word)`` or small random ones."""
+    rng = np.random.default_rng(1)
+    rows = [vector(w) if vector else rng.normal(0, 0.1, VEC_DIM) for w in words]
+    return WordVectors(list(words), [1] * len(words), np.asarray(rows, np.float32).reshape(
+        len(words), -1), lowercase)
+
+
+NO_VECTORS = word_vectors(["<none>"])  # every task word is out of vocabulary: x_k = 0
 
 
 def write_store(root, kind, dataset, signal, validation=None):
@@ -54,7 +68,8 @@ def fit(tmp_path, kind, metric, dataset, signal, n_labels, method="elmo"):
     store = write_store(tmp_path / "f", kind, dataset, signal)
     every = list(range(len(dataset)))  # dev = train, no early stopping: the overfitting check
     out = run_feature_transfer(kind, metric, method, store, {"train": dataset, "validation": dataset},
-                               "validation", n_labels, params(), 0, tmp_path / "ck", every, every, 0)
+                               "validation", n_labels, params(), 0, tmp_path / "ck", every, every, 0,
+                               vectors=NO_VECTORS)
     return out
 
 
@@ -77,6 +92,21 @@ def test_pair_classifier_overfits(tmp_path):
         return one_hot(ex["label"]) if field == "text_pair" else 0
     out = fit(tmp_path, "pair_classification", "accuracy", ds, signal, 3)
     assert out["scores"]["accuracy"] == 1.0
+
+
+def test_pair_regressor_overfits_a_score_the_second_text_carries(tmp_path):
+    """12 pairs whose score (1–5) is written in the second text's features only: the regressor
+    must read the pair and output a float that tracks it (MSE head, Pearson/Spearman scoring)."""
+    scores = [1.0 + (i * 5 % 12) / 3 for i in range(12)]
+    ds = datasets.Dataset.from_dict({"text": ["a b"] * 12, "text_pair": ["c d e"] * 12,
+                                     "label": scores}, features=schemas.regression())
+
+    def signal(ex, field, j):
+        return np.full(DIM, ex["label"] - 3.0) if field == "text_pair" else 0
+    out = fit(tmp_path, "regression", ("pearson_spearman",), ds, signal, 0)
+    assert all(isinstance(p, float) for p in out["predictions"])
+    assert out["scores"]["pearson"] > 0.99 and out["scores"]["spearman"] > 0.95
+    assert np.abs(np.array(out["predictions"]) - scores).max() < 0.5
 
 
 def test_tagger_overfits_one_tag_per_word(tmp_path):
@@ -128,27 +158,100 @@ def test_span_pointer_overfits(tmp_path):
 def test_methods_combine_layers_as_named():
     p = params()
     for method, trainable in (("elmo", True), ("elmo-avg", False)):
-        model = build_model("classification", method, N_LAYERS, DIM, 2, p)
+        model = build_model("classification", method, N_LAYERS, DIM, 2, p, VEC_DIM)
         mix = model.encoder.input_mix.mix
         assert mix.scalars.requires_grad is trainable
-    assert build_model("classification", "static", N_LAYERS, DIM, 2, p).encoder.input_mix.mix is None
-    io = build_model("classification", "elmo-io", N_LAYERS, DIM, 2, p).encoder
+    token = build_model("classification", "elmo-token", N_LAYERS, DIM, 2, p).encoder
+    assert token.input_mix.mix is None and token.rnn.input_size == DIM  # no x_k
+    static = build_model("classification", "static", 0, 0, 2, p, VEC_DIM).encoder
+    assert static.input_mix is None and static.rnn.input_size == VEC_DIM
+    io = build_model("classification", "elmo-io", N_LAYERS, DIM, 2, p, VEC_DIM).encoder
     assert set(io.mix_weights()) == {"input", "output"}
+    assert io.rnn.input_size == DIM + VEC_DIM  # [ELMo_k; x_k]
+    with pytest.raises(ValueError, match="word vectors"):
+        build_model("classification", "elmo", N_LAYERS, DIM, 2, p)  # elmo needs x_k
 
 
-def test_static_ignores_context_layers():
-    """static reads layer 0 only: changing layers 1.. changes nothing."""
+def tagger_output(method, layers, vectors, n_layers=N_LAYERS, dim=DIM, vector_dim=VEC_DIM):
     torch.manual_seed(0)
-    model = build_model("tagging", "static", N_LAYERS, DIM, 3, params()).eval()
-    layers = torch.randn(2, N_LAYERS, 5, DIM)
+    model = build_model("tagging", method, n_layers, dim, 3, params(), vector_dim).eval()
     mask = torch.ones(2, 5, dtype=torch.bool)
-    a = model({"layers": layers, "mask": mask})
+    return model({"layers": WordFeatures(layers, vectors), "mask": mask})
+
+
+def test_elmo_token_reads_layer_0_only():
+    """elmo-token reads layer 0 only: changing layers 1.. changes nothing."""
+    layers = torch.randn(2, N_LAYERS, 5, DIM)
+    a = tagger_output("elmo-token", layers.clone(), None, vector_dim=0)
     layers[:, 1:] += 1.0
-    assert torch.equal(a, model({"layers": layers, "mask": mask}))
+    assert torch.equal(a, tagger_output("elmo-token", layers, None, vector_dim=0))
+    layers[:, 0] += 1.0
+    assert not torch.equal(a, tagger_output("elmo-token", layers, None, vector_dim=0))
+
+
+def test_word_vectors_replace_layer_0_as_x_k():
+    """elmo-last reads [top layer; x_k]: layer 0 no longer enters, the word vectors do."""
+    layers, vectors = torch.randn(2, N_LAYERS, 5, DIM), torch.randn(2, 5, VEC_DIM)
+    a = tagger_output("elmo-last", layers.clone(), vectors.clone())
+    layers[:, 0] += 1.0
+    assert torch.equal(a, tagger_output("elmo-last", layers, vectors))
+    for method in ("elmo", "elmo-last", "bert-feature", "elmo-random"):
+        before = tagger_output(method, layers, vectors)
+        assert not torch.equal(before, tagger_output(method, layers, vectors + 1.0)), method
+
+
+def test_static_reads_the_word_vectors_alone():
+    vectors = torch.randn(2, 5, VEC_DIM)
+    a = tagger_output("static", None, vectors, 0, 0)
+    assert not torch.equal(a, tagger_output("static", None, vectors + 1.0, 0, 0))
+
+
+def test_a_static_cell_learns_from_the_word_vectors_it_is_given(tmp_path):
+    """The static tagger reaches the lookup table with vectors that tell the words apart, and
+    with every word out of vocabulary (x_k = 0 everywhere) learns only the majority tag."""
+    train, evaluation = word_tagging_sets()
+    splits = {"train": train, "validation": evaluation}
+    every = list(range(len(train)))
+    informative = word_vectors(VOCAB, lambda w: one_hot(int(w[1:])))
+    scores = {}
+    for name, vectors in (("informative", informative), ("oov", NO_VECTORS)):
+        out = run_feature_transfer("tagging", "token_accuracy", "static", None, splits,
+                                   "validation", 3, params(epochs=8), 0, tmp_path / name,
+                                   every, every, 0, vectors=vectors)
+        scores[name] = out["scores"]["token_accuracy"]
+    tags = [t for s in evaluation["tags"] for t in s]
+    majority = max(tags.count(t) for t in set(tags)) / len(tags)
+    assert scores["informative"] == 1.0
+    assert scores["oov"] <= majority + 1e-9
+
+
+def test_the_objective_batches_the_task_words_vectors(tmp_path):
+    """x_k of each real word is its vector (case-folded lookup), zero when out of vocabulary
+    and at padding; the model features keep their own rows."""
+    from ctxrep.transfer.feature_train import FeatureTaskObjective
+
+    ds = datasets.Dataset.from_dict({"tokens": [["The", "bank", "zzz"], ["bank"]],
+                                     "tags": [[0, 1, 0], [1]]}, features=schemas.tagging(["A", "B"]))
+    vectors = word_vectors(["the", "bank"])
+    store = write_store(tmp_path / "f", "tagging", ds, lambda ex, f, j: 0)
+    model = build_model("tagging", "elmo", N_LAYERS, DIM, 2, params(), VEC_DIM)
+    objective = FeatureTaskObjective(model, "tagging", store, {"train": ds, "validation": ds},
+                                     "validation", "token_accuracy", params(), 0, [0], [1], 0,
+                                     vectors)
+    batch = objective.batch([0, 1], 0)
+    x = batch["layers"].vectors
+    assert x.shape == (2, 3, VEC_DIM) and batch["layers"].layers.shape == (2, N_LAYERS, 3, DIM)
+    assert torch.equal(x[0, 0], torch.from_numpy(vectors.vectors[0]))   # "The" → "the"
+    assert torch.equal(x[0, 1], torch.from_numpy(vectors.vectors[1]))
+    assert torch.equal(x[1, 0], torch.from_numpy(vectors.vectors[1]))
+    assert not x[0, 2].any() and not x[1, 1:].any()                      # OOV, padding
 
 
 # ---------------------------------------------------------------------------------------------
 # Model selection on dev: convergence, and the evaluation split stays unseen
+
+
+VOCAB = [f"w{t}" for t in range(8)]
 
 
 def word_tagging_sets(n_train=80, n_eval=40):
@@ -175,7 +278,8 @@ def test_feature_tagger_converges_to_the_lookup_table(tmp_path):
 
     train, evaluation = word_tagging_sets()
     store = write_store(tmp_path / "f", "tagging", train, word_signal, evaluation)
-    train_idx, dev_idx = train_dev_indices(len(train), 0.1)
+    # a dev split large enough (20 sentences) that a perfect dev score means a converged tagger
+    train_idx, dev_idx = train_dev_indices(len(train), 0.25)
     lookup = lookup_tags([train[i]["tokens"] for i in train_idx],
                          [train[i]["tags"] for i in train_idx], evaluation["tokens"])
     lookup_acc = np.mean([p == g for ps, gs in zip(lookup, evaluation["tags"])
@@ -183,7 +287,7 @@ def test_feature_tagger_converges_to_the_lookup_table(tmp_path):
     out = run_feature_transfer("tagging", "token_accuracy", "elmo", store,
                                {"train": train, "validation": evaluation}, "validation", 3,
                                params(epochs=60, batch_size=8, lr=0.01), 0, tmp_path / "ck",
-                               train_idx, dev_idx, 3)
+                               train_idx, dev_idx, 3, vectors=word_vectors(VOCAB))
     assert lookup_acc == 1.0
     assert out["scores"]["token_accuracy"] >= lookup_acc
 
@@ -211,7 +315,7 @@ def test_model_selection_never_reads_the_evaluation_split(tmp_path, monkeypatch)
         runs.append(run_feature_transfer(
             "tagging", "token_accuracy", "elmo", store, {"train": train, "validation": eval_set},
             "validation", 3, params(epochs=8), 0, tmp_path / f"ck{i}",
-            *train_dev_indices(len(train), 0.2), 2))
+            *train_dev_indices(len(train), 0.2), 2, vectors=NO_VECTORS))
         assert calls[-1] == "validation" and calls.count("validation") == 1
     assert runs[0]["curve"] == runs[1]["curve"]
     assert runs[0]["best_epoch"] == runs[1]["best_epoch"]
@@ -233,3 +337,31 @@ def test_early_stopping_stops_after_patience_epochs_without_gain():
         model.weight.fill_(9.0)
     selection.restore()
     assert model.weight.max().item() < 9.0
+    # a score flat at its first epoch's (nothing learned yet) never stops early
+    flat = BestOnDev(model, "f1", patience=2)
+    for _ in range(6):
+        flat.update({"f1": 0.0})
+        assert not flat.should_stop
+    flat.update({"f1": 0.1})
+    flat.update({"f1": 0.05})
+    assert not flat.should_stop
+    flat.update({"f1": 0.05})
+    assert flat.should_stop and flat.best_epoch == 7
+
+
+def test_each_method_reads_its_model_features_and_the_word_vectors_as_the_paper_does():
+    """What a cell trains on (and keys its checkpoints by): x_k for every feature-based method
+    but the token-layer control; model features for every one but static."""
+    from pathlib import Path
+
+    from ctxrep import config
+    from ctxrep.transfer.cell import input_paths
+
+    vectors = Path("data/models/static")
+    assert input_paths("ud_pos", "static") == [vectors]
+    assert input_paths("ud_pos", "elmo-token") == [Path("data/features/bilm/ud_pos")]
+    assert input_paths("ud_pos", "elmo") == [Path("data/features/bilm/ud_pos"), vectors]
+    assert input_paths("ud_pos", "bert-random") == [Path("data/features/bert-random/ud_pos"),
+                                                    vectors]
+    assert input_paths("ud_pos", "bert-finetune") == [Path("data/models/bert")]
+    assert config.READS_WORD_VECTORS == set(config.FEATURE_METHODS) - {"elmo-token"}

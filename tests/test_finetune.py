@@ -44,6 +44,14 @@ PAIRS = [
     ("a child reads a book", "animals are running", 0),
 ]
 
+# A score per pair (the STS-B layout): how related the two texts are, 0–5.
+SCORED = [(a, b, 4.5 if label else 0.5) for a, b, label in PAIRS] + [
+    ("a man plays the guitar", "a man plays the guitar", 5.0),
+    ("two dogs run outside", "a woman cooks dinner", 0.0),
+    ("a child reads a book", "a person plays music", 1.5),
+    ("a woman cooks dinner", "a woman makes dinner", 4.0),
+]
+
 TAGS = ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
 TAGGED = [
     ("Peter Blackburnshire visited new york", "B-PER I-PER O B-LOC I-LOC"),
@@ -102,6 +110,12 @@ def pair_set() -> Dataset:
     texts, pairs, labels = zip(*PAIRS)
     return Dataset.from_dict({"text": list(texts), "text_pair": list(pairs), "label": list(labels)},
                              features=schemas.classification(["unrelated", "related"], pair=True))
+
+
+def scored_set() -> Dataset:
+    texts, pairs, scores = zip(*SCORED)
+    return Dataset.from_dict({"text": list(texts), "text_pair": list(pairs),
+                              "label": list(scores)}, features=schemas.regression())
 
 
 def tagging_set() -> Dataset:
@@ -179,6 +193,17 @@ def test_classification_overfits(model_dir, tmp_path):
 def test_pair_classification_overfits(model_dir, tmp_path):
     out = finetune(model_dir, tmp_path, "pair_classification", "accuracy", pair_set(), epochs=60)
     assert out["scores"]["accuracy"] == 1.0
+
+
+def test_regression_overfits_the_pair_scores(model_dir, tmp_path):
+    dataset = scored_set()
+    out = finetune(model_dir, tmp_path, "regression", ("pearson_spearman",), dataset, epochs=60,
+                   dropout=0.0)
+    assert all(isinstance(p, float) for p in out["predictions"])
+    assert out["scores"]["pearson"] > 0.95
+    # the mean training score as a constant would be off by 1.9 on average
+    errors = [abs(p - g) for p, g in zip(out["predictions"], dataset["label"])]
+    assert sum(errors) / len(errors) < 0.75
 
 
 def test_tagging_overfits_with_one_tag_per_word(model_dir, tmp_path):
@@ -300,8 +325,8 @@ def test_scratch_run_trains_from_different_weights(model_dir, tmp_path):
 
 def test_errors_are_clear(model_dir, tmp_path):
     data = classification_set()
-    with pytest.raises(ValueError, match="unknown task kind 'regression'"):
-        finetune(model_dir, tmp_path, "regression", "accuracy", data)
+    with pytest.raises(ValueError, match="unknown task kind 'ranking'"):
+        finetune(model_dir, tmp_path, "ranking", "accuracy", data)
     with pytest.raises(ValueError, match="nothing to fine-tune on"):
         run_finetune("classification", "accuracy", {"train": data.select([]), "validation": data},
                      "validation", model_dir, True, params(), 0, tmp_path / "ckpt", [], [], 0)

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tests.conftest import kill_stage_when, run_stage, scratch_repo
+from tests.conftest import kill_stage_when, run_stage, scratch_repo, tree_hash
 
 pytestmark = pytest.mark.slow
 
@@ -67,6 +67,33 @@ def test_bert_stage_output_loads_in_transformers(repo):
     real = enc["attention_mask"].bool()
     assert (theirs.prediction_logits[real] - mine.mlm_logits[real]).abs().max() <= 1e-4
     assert (theirs.seq_relationship_logits - mine.nsp_logits).abs().max() <= 1e-4
+
+
+def test_static_vectors_stage_is_deterministic(repo):
+    """pretrain_static on the tiny corpus: vectors of the corpus's (lower-cased) words, its
+    metrics and ledger row; a second run, with another hash salt, writes the same bytes."""
+    from ctxrep.data.tokenized import TokenizedCorpus
+    from ctxrep.models.word_vectors import WordVectors
+
+    outputs = ("data/models/static", "metrics/pretrain_static.json")
+
+    def run(salt):
+        run_stage(repo, "pretrain_static.py", env={"PYTHONHASHSEED": salt})
+        return {f: tree_hash(repo / f) if (repo / f).is_dir() else (repo / f).read_bytes()
+                for f in outputs}
+
+    assert run("1") == run("2")
+    vectors = WordVectors.load(repo / "data/models/static")
+    corpus_words = {w.lower() for doc in TokenizedCorpus(repo / "data/tokenized").documents(
+        "train", ["words"]) for s in doc["words"] for w in s}
+    assert set(vectors.words) == corpus_words  # tiny: min_count 1, every word, lower-cased
+    m = json.loads((repo / "metrics/pretrain_static.json").read_text())
+    assert m["vocab_size"] == len(vectors.words) and m["dim"] == vectors.dim == 16
+    assert 0 <= m["heldout_oov_rate"] < 1 and m["train_words"] > 0
+    cost = json.loads((repo / "reports/compute/pretrain_static.json").read_text())
+    assert (cost["amount"], cost["unit"], cost["params"]) == (m["train_words"], "words",
+                                                              m["params"])
+    assert cost["flops"] == pytest.approx(m["train_flops"], 1e-3) and cost["words_per_s"] > 0
 
 
 def _checkpoint_at_least(repo, ckpt_root, min_step=10):

@@ -1,11 +1,11 @@
 """A transfer cell end to end on the tiny profile: kill -9 mid-seed, rerun, same bytes."""
 
 import json
+import shutil
 
 import pytest
 
-from tests.conftest import compose, kill_stage_when, run_stage
-from tests.test_pipeline_models import tokenized_repo
+from tests.conftest import compose, kill_stage_when, run_stage, scratch_repo
 
 pytestmark = pytest.mark.slow
 CELL = ["sst2", "elmo"]
@@ -16,10 +16,11 @@ OVERRIDES = ["transfer.elmo.epochs=40", "transfer.common.patience=0", "grid.task
 
 
 @pytest.fixture(scope="module")
-def repo(tmp_path_factory, tiny_mirror):
-    repo = tokenized_repo(tmp_path_factory.mktemp("transfer"), tiny_mirror, OVERRIDES)
+def repo(tmp_path_factory, tiny_mirror, tiny_pretrained):
+    # the corpus, tokenization and biLM of the tiny profile (OVERRIDES change none of them)
+    repo = scratch_repo(tmp_path_factory.mktemp("transfer"), "tiny", OVERRIDES)
+    shutil.copytree(tiny_pretrained / "data", repo / "data")
     run_stage(repo, "fetch_task.py", "sst2", env={"CTXREP_DATA_MIRROR": str(tiny_mirror)})
-    run_stage(repo, "pretrain_bilm.py")
     run_stage(repo, "extract.py", "bilm")
     return repo
 

@@ -137,7 +137,7 @@ def test_task_without_features_is_skipped_with_a_reason(tmp_path):
     assert predictions == {}
     for entry in result["tasks"].values():
         assert "layers" not in entry
-        assert "run extract" in entry["skipped"]
+        assert "extract featurizes only the tasks of grid.tasks" in entry["skipped"]
 
 
 def test_features_out_of_sync_with_data_set_name_the_store(tmp_path):

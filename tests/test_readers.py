@@ -262,3 +262,17 @@ def test_headerless_tsv_pair_columns_and_errors(tmp_path):
         list(R.tsv_headerless(path, R.ReadStats(), 4, text=3, label=1, labels=["0", "1"]))
     with pytest.raises(ValueError, match="column indices"):
         list(R.tsv_headerless(path, R.ReadStats(), 4, text=4, label=1, labels=["0", "1"]))
+
+
+def test_sts_style_score_tsv_reads_floats_with_bom_and_names_a_bad_score(tmp_path):
+    path = tmp_path / "train.tsv"
+    path.write_bytes(b"\xef\xbb\xbfindex\tgenre\tsentence1\tsentence2\tscore\r\n"
+                     b"0\tmain-captions\tA plane takes off.\tAn air plane is taking off.\t5.000\r\n"
+                     b"1\tmain-captions\tA man plays.\tA cat sleeps.\t0.250\r\n")
+    rows = list(R.tsv_pair_score(path, R.ReadStats(), "sentence1", "sentence2", "score"))
+    assert rows == [{"text": "A plane takes off.", "text_pair": "An air plane is taking off.",
+                     "label": 5.0},
+                    {"text": "A man plays.", "text_pair": "A cat sleeps.", "label": 0.25}]
+    path.write_text("sentence1\tsentence2\tscore\na\tb\tfive\n")
+    with pytest.raises(R.DataError, match=r"train.tsv:2: score 'five' \(column score\) is not a number"):
+        list(R.tsv_pair_score(path, R.ReadStats(), "sentence1", "sentence2", "score"))

@@ -76,6 +76,9 @@ def make_repo(root: Path, sst2_elmo=(0.80, 0.81, 0.79), sst2_static=(0.70, 0.71,
         "val_mlm_loss": 5.0, "val_mlm_acc": 0.2, "val_mlm_acc_most_frequent": 0.05,
         "val_nsp_acc": 0.7, "train_tokens": 654321, "tokens_per_s": 100.0,
         "train_seconds": 30.0, "params": 7000, "train_flops": 2.5e12, "steps": 100})
+    write(root, "metrics/pretrain_static.json", {
+        "vocab_size": 2500, "dim": 16, "train_words": 8000, "epochs": 2, "params": 80000,
+        "heldout_oov_rate": 0.125, "train_flops": 1.0e9})
     for model in ("bilm", "bert"):
         rows = "".join(f"{s}\t{5 - 0.01 * s:.4f}\t0.001\n" for s in range(1, 51))
         write(root, f"metrics/pretrain_{model}_curve.tsv", "step\ttrain_loss\tlr\n" + rows)
@@ -239,6 +242,11 @@ def test_a_seed_that_predicts_one_label_is_flagged_degenerate(tmp_path):
     assert "⚠ degenerate" in section(report.markdown, "### sst2 (accuracy)")
 
 
+def test_the_static_word_vectors_are_described(tmp_path):
+    markdown = report_for(make_repo(tmp_path)).markdown
+    assert "2,500 words × 16 dimensions from 8,000 training words; 12.5% of held-out" in markdown
+
+
 def test_pretraining_and_probe_findings_follow_the_numbers(tmp_path):
     other = section(report_for(make_repo(tmp_path)).markdown, OTHER)
     assert "✓ The biLM's held-out perplexity (100.0) is below" in other
@@ -310,6 +318,7 @@ def test_everything_missing_still_gives_a_report(tmp_path):
     empty = {"cells": {}, "baselines": {}, "claims": []}
     assert report.summary == empty and report.figures == {}
     assert "`metrics/pretrain_bilm.json` is missing" in report.markdown
+    assert "`metrics/pretrain_static.json` is missing" in report.markdown
     assert "No claim can be judged yet" in report.markdown
     write_report(report, tmp_path)
     assert json.loads((tmp_path / SUMMARY_PATH).read_text()) == empty
@@ -432,3 +441,70 @@ def test_probe_layer_claims_are_judged_from_saved_predictions(tmp_path):
         "metric": "accuracy", "references": labels, "layers": [labels, labels[:10], labels]})
     with pytest.raises(ReportInputError, match="layer 1: 10 predictions for 300"):
         report_for(root)
+
+
+def test_a_regression_task_shows_pearson_its_ci_spearman_and_its_baselines(tmp_path):
+    root = make_repo(tmp_path)
+    rng = np.random.default_rng(0)
+    gold = rng.uniform(1, 5, N_EVAL).round(2).tolist()
+    for seed in range(2):
+        preds = (np.array(gold) + rng.normal(0, 1, N_EVAL)).tolist()
+        write(root, f"data/predictions/sick_r/elmo/seed{seed}.json",
+              {"predictions": preds, "references": gold})
+    write(root, "metrics/transfer/sick_r/elmo.json", {
+        "task": "sick_r", "method": "elmo", "kind": "regression", "metric": "pearson_spearman",
+        "metrics": ["pearson_spearman"], "primary": "pearson", "eval_split": "validation",
+        "seeds": [0, 1], "scores": {"pearson": {"mean": 0.75, "std": 0.01, "values": [0.74, 0.76]},
+                                    "spearman": {"mean": 0.7, "std": 0.0, "values": [0.7, 0.7]}},
+        "train_examples": 100})
+    write(root, "metrics/baselines/sick_r.json", {
+        "task": "sick_r", "kind": "regression", "metric": "pearson_spearman",
+        "primary": "pearson", "eval_split": "validation",
+        "baselines": {"mean": {"pearson": 0.0, "spearman": 0.0},
+                      "tfidf-ridge": {"pearson": 0.5, "spearman": 0.45}}})
+    write(root, "data/predictions/sick_r/baselines/mean.json",
+          {"predictions": [3.0] * N_EVAL, "references": gold})
+    markdown = build_report(load_inputs(root, [*TASKS, "sick_r"], list(METHODS))).markdown
+    table = section(markdown, "### sick_r (pearson)")
+    assert "| baseline: mean | 0.0 | — | [0.0, 0.0] | spearman 0.0 |" in table
+    assert "| baseline: tfidf-ridge | 50.0 |" in table
+    elmo = next(line for line in table.splitlines() if line.startswith("| elmo |"))
+    low, high = map(float, re.search(r"\[(-?[\d.]+), (-?[\d.]+)\]", elmo).groups())
+    # gold ~ U(1, 5) plus N(0, 1) noise: r = √(var U / (var U + 1)) = √(4/7) ≈ 0.756, SE ≈ 0.02
+    assert 65 < low < 100 * (4 / 7) ** 0.5 < high < 85 and "spearman 70.0" in elmo
+
+
+def test_the_primary_metric_named_by_the_registry_leads_and_the_others_follow(tmp_path):
+    root = make_repo(tmp_path)
+    write(root, "metrics/transfer/cola/static.json", {
+        "task": "cola", "method": "static", "kind": "classification",
+        "metric": "matthews_correlation", "metrics": ["matthews_correlation", "accuracy"],
+        "primary": "matthews_correlation", "eval_split": "validation", "seeds": [0],
+        "scores": {"matthews_correlation": {"mean": 0.2, "std": 0.0, "values": [0.2]},
+                   "accuracy": {"mean": 0.65, "std": 0.0, "values": [0.65]}}})
+    markdown = build_report(load_inputs(root, ["cola"], ["static"])).markdown
+    assert "| static | 20.0 ± 0.0 | 1 | — | accuracy 65.0 |" in \
+        section(markdown, "### cola (matthews_correlation)")
+
+
+def test_the_data_section_says_whether_each_task_is_pinned(tmp_path):
+    root = make_repo(tmp_path)
+    write(root, "data/raw/tasks/sst2/MANIFEST.json", {
+        "available": True, "source": "mirror", "rows": {"train": 10},
+        "sha256_pins": {"pinned": ["a", "b"], "unpinned": [], "checked": True}})
+    write(root, "data/raw/tasks/conll2003/MANIFEST.json", {
+        "available": True, "source": "mirror", "rows": {"train": 10},
+        "sha256_pins": {"pinned": [], "unpinned": ["c"], "checked": True}})
+    rows = _rows(section(report_for(root).markdown, "## Data and models"))
+    assert rows["sst2"][-1] == "pinned, checked"
+    assert rows["conll2003"][-1] == "**unpinned**"
+    assert "`ctxrep pin <task>`" in report_for(root).markdown
+
+
+def test_probes_skipped_on_purpose_say_why_in_the_report(tmp_path):
+    root = make_repo(tmp_path)
+    why = "no bilm features of ud_pos: extract featurizes only the tasks of grid.tasks"
+    write(root, "metrics/probe/bilm.json", {"model": "bilm", "tasks": {
+        "ud_pos": {"metric": "token_accuracy", "skipped": why}}})
+    probes = section(report_for(root).markdown, "## Probing: what each layer encodes")
+    assert f"skipped: {why}" in probes and "has not run" not in probes

@@ -2,6 +2,7 @@
 
 import json
 import os
+from pathlib import Path
 
 import datasets
 import pytest
@@ -78,9 +79,29 @@ def test_every_task_reads_from_fixture_mirror(mirror_env, tmp_path):
         assert all(n > 0 for n in m["rows"].values()), name
 
 
+def test_every_task_names_known_metrics_primary_first_and_a_kind():
+    from ctxrep.data.schemas import KINDS
+    from ctxrep.metrics import METRIC_NAMES
+
+    for name, spec in registry.TASKS.items():
+        assert spec.kind in KINDS, name
+        assert spec.metrics and set(spec.metrics) <= set(METRIC_NAMES), name
+        assert spec.metric == spec.metrics[0]
+
+
+def test_sick_r_is_the_relatedness_score_of_the_sick_files(mirror_env, tmp_path):
+    import datasets
+
+    m = sources.fetch(registry.get("sick_r"), "mirror", {}, tmp_path / "r", verify_sha256=False)
+    assert m["kind"] == "regression"
+    train = datasets.load_from_disk(str(tmp_path / "r" / "dataset"))["train"]
+    assert train.features["label"].dtype == "float32"
+    assert [round(x, 3) for x in train["label"]] == [4.0, 4.1, 4.2]  # relatedness_score of the fixture
+
+
 PUBLISHED = {"sst2": (6920, 872, 1821), "sst5": (8544, 1101, 2210),
              "conll2003": (14041, 3250, 3453), "ud_pos": (12544, 2001, 2077),
-             "wic": (5428, 638, 1400), "sick": (4500, 500, 4927)}
+             "wic": (5428, 638, 1400), "sick": (4500, 500, 4927), "sick_r": (4500, 500, 4927)}
 
 
 @pytest.mark.slow
@@ -127,3 +148,61 @@ def test_an_empty_corpus_folder_in_the_mirror_is_an_error_not_a_fallback(monkeyp
     monkeypatch.setenv("CTXREP_DATA_MIRROR", str(tmp_path))
     with pytest.raises(sources.DataError, match="wikipedia-en.*no file matching"):
         sources.resolve(registry.get("wikipedia"), "auto")
+
+
+def test_ctxrep_pin_writes_the_mirror_files_sha256_into_the_registry(mirror_env, tmp_path):
+    """`ctxrep pin` rewrites PINNED_SHA256 in place: the new pins, every other task's kept."""
+    import ast
+    import hashlib
+    import re
+
+    from ctxrep.data import pin
+
+    copy = tmp_path / "registry.py"
+    copy.write_text(Path(registry.__file__).read_text())
+    pins = pin.mirror_pins("sst2")
+    expected = hashlib.sha256((mirror_env / "tasks/sst/stsa.binary.train").read_bytes()).hexdigest()
+    assert pins["tasks/sst/stsa.binary.train"] == expected and len(pins) == 3
+    pin.write_pins("sst2", pins, copy)
+    block = re.search(r"^PINNED_SHA256 = (\{.*?^\})$", copy.read_text(), re.S | re.M).group(1)
+    table = ast.literal_eval(block)
+    assert table["sst2"] == pins and table["ud_pos"] == registry.PINNED_SHA256["ud_pos"]
+    compile(copy.read_text(), str(copy), "exec")   # still a valid module
+
+
+def test_ctxrep_pin_print_and_errors(mirror_env, capsys):
+    from ctxrep.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["pin", "sst2", "--print"])
+    assert done.value.code == 0 and "stsa.binary.dev" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as done:
+        main(["pin", "wikipedia", "--print"])
+    assert done.value.code == 2 and "only tasks are pinned" in capsys.readouterr().err
+
+
+def test_the_manifest_records_which_files_are_pinned_and_checked(mirror_env, tmp_path):
+    import dataclasses
+
+    spec = registry.get("sst5")
+    m = sources.fetch(spec, "mirror", {}, tmp_path / "a", verify_sha256=False)
+    assert m["sha256_pins"] == {"pinned": sorted(spec.sha256), "unpinned": [], "checked": False}
+    unpinned = dataclasses.replace(spec, sha256={})
+    m = sources.fetch(unpinned, "mirror", {}, tmp_path / "b")
+    assert m["sha256_pins"] == {"pinned": [], "unpinned": sorted(spec.sha256), "checked": True}
+
+
+def test_ctxrep_fixture_cuts_whole_records_from_the_head_of_each_mirror_file(mirror_env, tmp_path):
+    from ctxrep.data import fixture
+
+    out = tmp_path / "fixtures"
+    written = fixture.write_fixture("conll2003", out, records=3)
+    assert sorted(p.relative_to(out).as_posix() for p in written) == \
+        [f"tasks/conll2003/{s}.txt" for s in ("dev", "test", "train")]
+    head = (out / "tasks/conll2003/train.txt").read_text()
+    # 3 non-blank lines, then on to the end of the sentence they started: no sentence cut
+    assert head == ("-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\nrejects VBZ B-VP O\n"
+                    "German JJ B-NP B-MISC\n. . O O\n")
+    assert fixture.head_lines(["h\n", "a\n", "b\n", "c\n"], 2) == ["h\n", "a\n"]
+    with pytest.raises(sources.DataError, match="JSON file cannot be cut"):
+        fixture.write_fixture("squad", out)

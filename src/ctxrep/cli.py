@@ -28,7 +28,18 @@ def main(argv: list[str] | None = None) -> None:
     ib.add_argument("source", help="a Hugging Face BERT directory, or a Hub id such as "
                     "google/bert_uncased_L-4_H-256_A-4 (needs the Hub or its local cache)")
     ib.add_argument("out_dir", type=Path, help="the model directory to write")
+    from ctxrep.data import fixture, pin
+
+    pin.add_arguments(sub.add_parser("pin", help="pin the sha256 of a task's mirror files in the "
+                                     "registry (fetch then checks them)"))
+    fixture.add_arguments(sub.add_parser("fixture", help="cut a task's test fixture from the "
+                                         "head of its mirror files (tests/fixtures/mirror/)"))
     a = ap.parse_args(argv)
+
+    if a.command == "pin":
+        raise SystemExit(pin.run(a))
+    if a.command == "fixture":
+        raise SystemExit(fixture.run(a))
 
     if a.command == "import-bert":
         from ctxrep.errors import InputError

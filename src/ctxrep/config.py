@@ -204,6 +204,22 @@ class BertParams(ModelSourceParams):
                              f"<= max_position_embeddings ({self.max_position_embeddings})")
 
 
+@section
+class StaticParams:
+    """``pretrain_static``: word2vec vectors on the tokenized corpus (gensim), the static x_k."""
+
+    dim: int = param(ge=1, le=4096, doc="vector size")
+    sg: bool = param(doc="skip-gram (true) or CBOW (false)")
+    window: int = param(ge=1, le=50, doc="max context words on each side")
+    min_count: int = param(ge=1, doc="words seen fewer times are out of vocabulary")
+    negative: int = param(ge=1, le=100, doc="negative samples per positive pair")
+    sample: float = param(ge=0.0, lt=1.0, doc="frequent-word down-sampling threshold (0 = off)")
+    lr: float = param(gt=0.0, le=1.0, doc="initial learning rate, decayed linearly to min(lr, 1e-4)")
+    epochs: int = param(ge=1)
+    workers: int = param(ge=1, le=256, doc="training threads: only 1 is byte-deterministic")
+    seed: int = param(ge=0)
+
+
 @contextlib.contextmanager
 def as_param_error(section: str):
     """A model config's ValueError ("BiLMConfig.cell_dim=...: why") as a ParamError of
@@ -219,16 +235,27 @@ def as_param_error(section: str):
         raise ParamError(section, None, message) from e
 
 
-# Feature-based methods and the frozen features each one reads (data/features/<name>/);
-# ``elmo-random`` and ``bert-random`` are the same architectures untrained: the controls that
-# show what pretraining itself contributes.
-FEATURES_OF = {"static": "bilm", "elmo-last": "bilm", "elmo-avg": "bilm", "elmo": "bilm",
-               "elmo-io": "bilm", "bert-feature": "bert", "elmo-random": "bilm-random",
-               "bert-random": "bert-random"}
+# Feature-based methods. As in ELMo's Table 1, every method's task model reads a
+# context-independent representation x_k of each word, the static word vectors trained on the same
+# corpus (``pretrain_static``, data/models/static/), and adds the frozen features of one model
+# (data/features/<set>/), mixed per the method:
+#
+#   static        x_k alone: the paper's baseline (no model features)
+#   elmo-token    the biLM's token layer alone (layer 0, its char CNN), no x_k: a control
+#   elmo-last ... [mix of the model's layers; x_k]
+#
+# ``elmo-random`` and ``bert-random`` are the same architectures untrained: the controls that show
+# what pretraining itself contributes.
+FEATURES_OF = {"static": None, "elmo-token": "bilm", "elmo-last": "bilm", "elmo-avg": "bilm",
+               "elmo": "bilm", "elmo-io": "bilm", "bert-feature": "bert",
+               "elmo-random": "bilm-random", "bert-random": "bert-random"}
+# The methods that read the static word vectors as x_k: all but the token-layer control.
+READS_WORD_VECTORS = frozenset(FEATURES_OF) - {"elmo-token"}
 FEATURE_METHODS = tuple(FEATURES_OF)
 FINETUNE_METHODS = ("bert-finetune", "bert-scratch")
 METHODS = FEATURE_METHODS + FINETUNE_METHODS
-FEATURE_SETS = tuple(dict.fromkeys(FEATURES_OF.values()))  # bilm, bert, bilm-random, bert-random
+# bilm, bert, bilm-random, bert-random: what the extract stage writes
+FEATURE_SETS = tuple(dict.fromkeys(f for f in FEATURES_OF.values() if f is not None))
 
 
 @section
@@ -351,6 +378,7 @@ SECTIONS: dict[str, type] = {
     "tokenize": TokenizeParams,
     "pretrain_bilm": BiLMParams,
     "pretrain_bert": BertParams,
+    "pretrain_static": StaticParams,
     "learning_curve": LearningCurveParams,
 }
 # Every top-level key of params.yaml; anything else (a typo, `-S +foo=1`) is an error.

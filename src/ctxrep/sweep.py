@@ -8,7 +8,7 @@ Queue experiments that differ in one pretraining budget, run them, then collect 
     dvc exp run --run-all
     python -m ctxrep.sweep --model bilm --claim elmo:static
 
-Every experiment's ``metrics/headline.json`` carries the report's claims (Δ and its 95 %
+Every experiment's ``metrics/claims.json`` carries the report's claims (Δ and its 95 %
 bootstrap CI per task) and ``metrics/pretrain_<model>.json`` its pretraining tokens; both are
 DVC metrics, so ``dvc exp show --json`` has them for every experiment without checking any out.
 This module writes ``reports/sweep.md`` (one row per experiment and task) and
@@ -70,7 +70,7 @@ def sweep_points(show: list, model: str, better: str, worse: str) -> dict[str, l
     points: dict[str, list[SweepPoint]] = {}
     for name, data in experiments(show):
         pretrain = _metric(data, f"metrics/pretrain_{model}.json") or {}
-        claims = (_metric(data, "metrics/headline.json") or {}).get("claims", {})
+        claims = _metric(data, "metrics/claims.json") or {}
         by_task = claims.get(f"{better}_vs_{worse}", {})
         if "train_tokens" not in pretrain:
             continue

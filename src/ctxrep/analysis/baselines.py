@@ -7,6 +7,10 @@ same evaluation examples: a model that does not beat these has learned nothing w
                frequent tag overall (the classic POS baseline; ~90 % on full PTB)
     tfidf-lr   classification: TF-IDF of word 1–2-grams → logistic regression (scikit-learn);
                pairs (and word-in-context) put the two texts' vectors side by side
+    mean       regression: every pair gets the mean training score (correlation 0 by definition
+               of the metric: a constant prediction captures no relation)
+    tfidf-ridge  regression: ridge regression on [tfidf(a); tfidf(b); tfidf(a) ⊙ tfidf(b);
+               cosine(a, b)], the word-overlap signal a similarity model must beat
     window     span QA: the sliding-window baseline of Richardson et al. (2013), as in the SQuAD
                paper: the candidate span (≤ 3 words, question words excluded) whose window of
                ±``WINDOW`` words shares most distinct words with the question
@@ -83,6 +87,34 @@ def tfidf_lr(train_texts: list[str | tuple[str, str]], train_labels: list[int],
     return [int(x) for x in model.predict(encode(eval_texts))]
 
 
+def mean_score(train_scores: list[float], n_eval: int) -> list[float]:
+    return [float(np.mean(train_scores))] * n_eval
+
+
+def tfidf_ridge(train_pairs: list[tuple[str, str]], train_scores: list[float],
+                eval_pairs: list[tuple[str, str]], alpha: float = 1.0) -> list[float]:
+    """TF-IDF (1–2-grams, sublinear tf, L2-normalised) of each text of a pair → ridge regression
+    on [a; b; a ⊙ b; cos(a, b)] (a ⊙ b and the cosine carry the overlap the pair shares)."""
+    from scipy.sparse import csr_matrix, hstack
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import Ridge
+
+    vectorizer = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, lowercase=True,
+                                 token_pattern=r"\S+")
+    vectorizer.fit([t for ab in train_pairs for t in ab])
+
+    def encode(pairs):
+        a = vectorizer.transform([x for x, _ in pairs])
+        b = vectorizer.transform([y for _, y in pairs])
+        overlap = a.multiply(b)
+        cosine = csr_matrix(np.asarray(overlap.sum(1)))
+        return hstack([a, b, overlap, cosine]).tocsr()
+
+    model = Ridge(alpha=alpha)
+    model.fit(encode(train_pairs), np.asarray(train_scores, dtype=float))
+    return [float(x) for x in model.predict(encode(eval_pairs))]
+
+
 def overlap_window(question: str, context: str) -> str:
     """The best-overlap candidate span of ``context`` (see module docstring), as text."""
     q_words = {w.lower() for w in _WORD.findall(question)}
@@ -112,6 +144,11 @@ def predict_all(kind: str, train_set, eval_set) -> dict[str, list]:
     if kind == "span_qa":
         return {"window": [overlap_window(q, c)
                            for q, c in zip(eval_set["question"], eval_set["context"])]}
+    if kind == "regression":
+        scores = [float(x) for x in train_set["label"]]
+        pairs = lambda d: list(zip(d["text"], d["text_pair"]))  # noqa: E731
+        return {"mean": mean_score(scores, len(eval_set)),
+                "tfidf-ridge": tfidf_ridge(pairs(train_set), scores, pairs(eval_set))}
     columns = {"classification": ("text",), "pair_classification": ("text", "text_pair"),
                "word_in_context": ("sentence1", "sentence2")}[kind]
 

@@ -10,6 +10,15 @@ what makes resampling cheap (no metric module is called inside the bootstrap loo
     binary_f1       s_i = [tp_i, fp_i, fn_i] of class 1     m = 2 tp / (2 tp + fp + fn)
     matthews        s_i = [tp_i, fp_i, fn_i, tn_i]          m = (tp·tn − fp·fn) / √(…), 0 if undefined
     squad_f1 / _em  s_i = [f1_i] / [em_i] (best gold)       m = Σ / n
+    pearson         s_i = [x_i, y_i, x_i y_i, x_i², y_i²]    m = (n Σxy − Σx Σy) /
+                    (x = prediction − first prediction,          √((n Σx² − (Σx)²)(n Σy² − (Σy)²)),
+                     y = reference − first reference)            0 if either variance is 0
+
+Pearson's r is not a mean of per-example values, but it is a function of the five sums above,
+so a resample's r is recomputed exactly from its summed statistics. Shifting x and y by a
+constant leaves r unchanged; shifting by the first value makes a constant prediction's
+statistics exactly zero (so its r is exactly 0, as the metric module defines it) and keeps the
+sums small. Spearman's ρ has no such sums (ranks change under resampling): it gets no CI.
 
 ``STATISTIC`` maps a metric module's output key to its statistic.
 
@@ -39,7 +48,8 @@ STATISTIC = {("accuracy", "accuracy"): "accuracy", ("macro_f1", "macro_f1"): "ma
              ("token_accuracy", "token_accuracy"): "token_accuracy",
              ("seqeval_f1", "f1"): "entity_f1", ("squad", "f1"): "squad_f1",
              ("squad", "exact_match"): "squad_em", ("binary_f1", "binary_f1"): "binary_f1",
-             ("matthews_correlation", "matthews_correlation"): "matthews"}
+             ("matthews_correlation", "matthews_correlation"): "matthews",
+             ("pearson_spearman", "pearson"): "pearson"}
 
 
 def _squad_module():
@@ -91,6 +101,11 @@ def example_stats(metric: str, predictions: list, references: list,
                 out[i, 3 * p + 1] = 1  # fp of class p
                 out[i, 3 * r + 2] = 1  # fn of class r
         return out
+    if metric == "pearson":
+        x, y = np.asarray(predictions, dtype=float), np.asarray(references, dtype=float)
+        if len(x):
+            x, y = x - x[0], y - y[0]
+        return np.stack([x, y, x * y, x * x, y * y], axis=-1).reshape(-1, 5)
     if metric in ("squad_f1", "squad_em"):  # predicted text vs gold texts
         squad = _squad()
         fn = squad.token_f1 if metric == "squad_f1" else squad.exact_match
@@ -105,6 +120,14 @@ def metric_from_sums(metric: str, sums: np.ndarray, n: int | np.ndarray) -> np.n
         return sums[..., 0] / n
     if metric == "token_accuracy":
         return sums[..., 0] / np.maximum(sums[..., 1], 1)
+    if metric == "pearson":
+        sx, sy, sxy, sxx, syy = (sums[..., i] for i in range(5))
+        var_x, var_y = n * sxx - sx * sx, n * syy - sy * sy
+        # rounding can leave a tiny non-zero variance where all values are equal
+        defined = (var_x > 1e-12 * np.maximum(n * sxx, 1e-300)) & \
+                  (var_y > 1e-12 * np.maximum(n * syy, 1e-300))
+        r = (n * sxy - sx * sy) / np.sqrt(np.where(defined, var_x * var_y, 1.0))
+        return np.where(defined, np.clip(r, -1.0, 1.0), 0.0)
     if metric == "matthews":
         tp, fp, fn, tn = (sums[..., i] for i in range(4))
         denominator = np.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))

@@ -29,8 +29,10 @@ class Claim:
 
 
 CLAIMS = (
-    Claim("elmo", "static", "contextual features beat the context-independent token "
-          "representation", "ELMo Table 1 (seed 004 §4.1)"),
+    Claim("elmo", "static", "contextual features beat the context-independent word vectors "
+          "they are added to", "ELMo Table 1 (seed 004 §4.1)"),
+    Claim("elmo", "elmo-token", "the biLM's contextual layers add to its own token layer",
+          "ELMo §3.1, §5.1 (seed 004 §2.3, §2.5)"),
     Claim("elmo", "elmo-avg", "a learned layer mix is at least as good as equal weights",
           "ELMo Table 2 (seed 004)"),
     Claim("elmo-avg", "elmo-last", "all layers (averaged) beat the top layer alone",

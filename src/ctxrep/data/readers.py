@@ -311,6 +311,31 @@ def tsv_pair(path: Path, stats: ReadStats, text: str, text_pair: str, label: str
         yield {"text": row[text], "text_pair": row[text_pair], "label": labels.index(row[label])}
 
 
+def _score(value: str, path: Path, line: int, column) -> float:
+    try:
+        score = float(value)
+    except ValueError:
+        raise DataError(path, f"score {value!r} (column {column}) is not a number", line) from None
+    if score != score or score in (float("inf"), float("-inf")):
+        raise DataError(path, f"score {value!r} (column {column}) is not a finite number", line)
+    return score
+
+
+def tsv_pair_score(path: Path, stats: ReadStats, text: str, text_pair: str,
+                   score: str) -> Iterator[dict]:
+    """A GLUE-style TSV with a header row and a float score column (STS-B: ``sentence1
+    sentence2 score``): rows of the ``regression`` kind."""
+    for n, row in tsv_rows(path, stats, [text, text_pair, score]):
+        yield {"text": row[text], "text_pair": row[text_pair],
+               "label": _score(row[score], path, n, score)}
+
+
+def sick_relatedness(path: Path, stats: ReadStats) -> Iterator[dict]:
+    """SICK's relatedness task (SICK-R): the pair and its 1-5 ``relatedness_score``."""
+    for row in sick(path, stats):
+        yield {"text": row["text"], "text_pair": row["text_pair"], "label": row["relatedness"]}
+
+
 def tsv_fields(path: Path, stats: ReadStats, n_columns: int) -> Iterator[tuple[int, list[str]]]:
     """(line number, fields) of a headerless TSV whose every non-blank line has ``n_columns``."""
     for n, line in read_lines(path, stats):

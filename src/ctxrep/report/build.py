@@ -18,11 +18,12 @@ from ctxrep.report import findings, plots
 from ctxrep.report import learning_curves as lc
 from ctxrep.report.inputs import ComputeEntry, ReportInputs, ledger_stages
 from ctxrep.report.published import BERT_PRETRAINING, ELMO_PRETRAINING
-from ctxrep.report.summary import headline, summarise
+from ctxrep.report.summary import claim_metrics, headline, summarise
 from ctxrep.report.tables import MISSING, TABLES, markdown_table, published_sources, results_table
 
 SUMMARY_PATH = Path("metrics/summary.json")
 HEADLINE_PATH = Path("metrics/headline.json")     # the DVC metric: one number per cell
+CLAIMS_PATH = Path("metrics/claims.json")         # the DVC metric: Δ and CI per claim
 REPORT_PATH = Path("reports/report.md")
 LEDGER_PATH = Path("reports/compute.md")          # with wall times: differs run to run
 FIGURES_DIR = Path("reports/figures")
@@ -104,23 +105,40 @@ def data_section(inputs: ReportInputs) -> str:
     return "\n".join(lines)
 
 
+def pin_cell(manifest: dict) -> str:
+    """Whether the task's mirror files were checked against sha256 pins in the registry."""
+    pins = manifest.get("sha256_pins")
+    if not pins:
+        return MISSING  # not read from the mirror (Hub, package), or fetched before pins were recorded
+    pinned, total = len(pins["pinned"]), len(pins["pinned"]) + len(pins["unpinned"])
+    if pinned == 0:
+        return "**unpinned**"
+    state = "pinned" if pinned == total else f"{pinned} of {total} files pinned"
+    return state + (", checked" if pins["checked"] else ", not checked (data.verify_sha256 off)")
+
+
 def task_table(inputs: ReportInputs) -> str:
-    """Every fetched task (not only the grid's): where it came from, or why it is missing."""
+    """Every fetched task (not only the grid's): where it came from, whether its files are
+    pinned to the published sha256, or why it is missing."""
     rows, unavailable = [], []
     for task in inputs.task_manifests:
         manifest = inputs.task_manifests.get(task)
         if manifest is None:
-            rows.append([task, "not fetched", MISSING, MISSING])
+            rows.append([task, "not fetched", MISSING, MISSING, MISSING])
         elif not manifest.get("available", False):
-            rows.append([task, "**unavailable**", MISSING, MISSING])
+            rows.append([task, "**unavailable**", MISSING, MISSING, MISSING])
             reason = manifest.get("reason", "no reason given")
             unavailable.append(f"- `{task}` is unavailable: {reason}")
         else:
             sizes = ", ".join(f"{split} {n:,}" for split, n in (manifest.get("rows") or {}).items())
             status = "available" + (" (fallback)" if manifest.get("fallback") else "")
-            rows.append([task, status, manifest.get("source", MISSING), sizes])
-    table = markdown_table(["task", "status", "source", "examples"], rows)
-    return "\n".join([table, "", *unavailable]).rstrip()
+            rows.append([task, status, manifest.get("source", MISSING), sizes, pin_cell(manifest)])
+    table = markdown_table(["task", "status", "source", "examples", "sha256"], rows)
+    notes = []
+    if any("unpinned" in row[4] or " of " in row[4] for row in rows):
+        notes.append("An unpinned task's mirror files were used as found: `ctxrep pin <task>` "
+                     "pins the published files' sha256 in the registry, and fetch then checks them.")
+    return "\n".join([table, "", *unavailable, *notes]).rstrip()
 
 
 def _imported(inputs: ReportInputs, model: str) -> dict | None:
@@ -158,6 +176,15 @@ def model_lines(inputs: ReportInputs) -> list[str]:
                      f"{_pct(bert, 'val_mlm_acc')}% (most-frequent token "
                      f"{_pct(bert, 'val_mlm_acc_most_frequent')}%), NSP accuracy "
                      f"{_pct(bert, 'val_nsp_acc')}%.")
+    static = inputs.pretrain.get("static")
+    if static is None:
+        lines.append("- static word vectors: " + _missing_file("metrics/pretrain_static.json"))
+    else:
+        lines.append(f"- static word vectors (word2vec, the x_k of the feature-based methods): "
+                     f"{_int(static.get('vocab_size'))} words × {_int(static.get('dim'))} "
+                     f"dimensions from {_int(static.get('train_words'))} training words; "
+                     f"{_pct(static, 'heldout_oov_rate')}% of held-out words have no vector "
+                     f"(x_k = 0).")
     return lines
 
 
@@ -292,13 +319,15 @@ def curves_section(inputs: ReportInputs, figures: dict) -> str:
 
 def probe_section(inputs: ReportInputs, figures: dict) -> str:
     parts = ["## Probing: what each layer encodes", ""]
-    fig = plots.probe_curves(inputs.probes)
-    if fig is None:
+    if not any(inputs.probes.values()):
         return "\n".join(parts + [_missing_file("metrics/probe/<model>.json")])
-    figures["probe_layers.png"] = fig
     parts += ["A linear probe trained on each layer alone (validation score, layer 0 = the "
-              "context-free token layer).", "", _figure_link("probe_layers.png", "probe scores"),
-              ""]
+              "context-free token layer); a probe that did not run says why, in the words of "
+              "its stage.", ""]
+    fig = plots.probe_curves(inputs.probes)
+    if fig is not None:
+        figures["probe_layers.png"] = fig
+        parts += [_figure_link("probe_layers.png", "probe scores"), ""]
     rows = []
     for model, probe in inputs.probes.items():
         for task, entry in (probe or {}).get("tasks", {}).items():
@@ -363,6 +392,7 @@ def write_report(report: Report, root: Path | str = ".") -> None:
     root = Path(root)
     write_json(root / SUMMARY_PATH, report.summary)
     write_json(root / HEADLINE_PATH, headline(report.summary))
+    write_json(root / CLAIMS_PATH, claim_metrics(report.summary))
     with atomic_file(root / LEDGER_PATH) as f:
         f.write(report.ledger)
     with atomic_dir(root / FIGURES_DIR) as tmp:

@@ -18,8 +18,10 @@ from ctxrep.report.inputs import ReportInputs
 from ctxrep.report.tables import MISSING, markdown_table, percent_scale
 
 # the order of the "every method beside its baselines" table
-BASELINE_ORDER = ("majority", "lookup", "tfidf-lr", "window")
-CONTROLS = ("elmo-random", "bert-random", "bert-scratch")
+BASELINE_ORDER = ("majority", "mean", "lookup", "tfidf-lr", "tfidf-ridge", "window")
+# secondary keys not worth a column: counts and per-class breakdowns
+NOT_SHOWN = ("num_tokens", "precision", "recall", "accuracy_tokens")
+CONTROLS = ("elmo-token", "elmo-random", "bert-random", "bert-scratch")
 
 
 @dataclass
@@ -81,13 +83,23 @@ def _ci(interval: Interval | None, scale: float) -> str:
         f"[{_pct(interval.low, scale)}, {_pct(interval.high, scale)}]"
 
 
+def _others(scores: dict[str, float], primary: str, scale: float) -> str:
+    """The task's other metrics (its registry entry names them after the primary), e.g.
+    "accuracy 61.2, macro_f1 55.0"."""
+    shown = [f"{key} {_pct(value, scale)}" for key, value in sorted(scores.items())
+             if key != primary and key not in NOT_SHOWN and isinstance(value, (int, float))]
+    return ", ".join(shown)
+
+
 def baselines_section(inputs: ReportInputs, evidence: Evidence) -> str:
     """Per task: every baseline, method and control, best first within each group."""
     parts = ["## Every method beside its baselines", "",
              "Per task, the trivial baselines (fitted on the same training examples, scored on "
              "the same evaluation examples), then every method, then the random-init controls. "
-             "Score: mean over seeds, in percent; 95 % CI: bootstrap over evaluation examples "
-             "and seeds. ⚠ degenerate: a seed predicted one label for every example. "
+             "Score: the task's primary metric (its registry entry names it first; "
+             "correlations × 100), mean over seeds, in percent; 95 % CI: bootstrap over "
+             "evaluation examples and seeds; other metrics: the rest of the entry's metrics, "
+             "seed means. ⚠ degenerate: a seed predicted one label for every example. "
              "A method at or below `majority`, or below `lookup` on a tagging task, has "
              "learned less than word frequencies."]
     for task in inputs.tasks:
@@ -101,18 +113,21 @@ def baselines_section(inputs: ReportInputs, evidence: Evidence) -> str:
         rows = []
         for name in BASELINE_ORDER:
             if name in record.get("baselines", {}):
-                value = record["baselines"][name][record["primary"]]
-                rows.append([f"baseline: {name}", _pct(value, scale), "—",
-                             _ci(intervals.get(name), scale), ""])
+                scores = record["baselines"][name]
+                rows.append([f"baseline: {name}", _pct(scores[record["primary"]], scale), "—",
+                             _ci(intervals.get(name), scale),
+                             _others(scores, record["primary"], scale), ""])
         ordered = sorted((m for m in cells if m not in CONTROLS), key=lambda m: -cells[m].mean)
         ordered += [m for m in CONTROLS if m in cells]
         for method in ordered:
             cell = cells[method]
             flag = "⚠ degenerate" if any(cell.degenerate) else ""
             rows.append([method, f"{_pct(cell.mean, scale)} ± {_pct(cell.std, scale)}",
-                         str(cell.n_seeds), _ci(intervals.get(method), scale), flag])
+                         str(cell.n_seeds), _ci(intervals.get(method), scale),
+                         _others(cell.others, cell.primary, scale), flag])
         parts += ["", f"### {task} ({metric[1] if metric else MISSING})", "",
-                  markdown_table(["method", "score", "seeds", "95 % CI", ""], rows)]
+                  markdown_table(["method", "score", "seeds", "95 % CI", "other metrics", ""],
+                                 rows)]
     return "\n".join(parts)
 
 

@@ -6,7 +6,8 @@ turns silently into a "—".
 
 Paths (relative to the repo root):
 
-    metrics/tokenize.json, metrics/pretrain_bilm.json, metrics/pretrain_bert.json
+    metrics/tokenize.json, metrics/pretrain_bilm.json, metrics/pretrain_bert.json,
+    metrics/pretrain_static.json (the static word vectors: no curve)
     metrics/pretrain_{bilm,bert}_curve.tsv            header: step  train_loss  lr
     metrics/transfer/<task>/<method>.json             one transfer cell (see TransferResult)
     metrics/baselines/<task>.json                     the task's trivial baselines
@@ -114,6 +115,7 @@ class TransferResult:
     curves: list[dict] = field(default_factory=list)       # per seed: train_loss, dev per epoch
     best_epoch: list[int] = field(default_factory=list)
     seeds: list[int] = field(default_factory=list)
+    others: dict[str, float] = field(default_factory=dict)  # the other metrics' seed means
 
 
 def read_transfer(path: Path) -> TransferResult:
@@ -129,13 +131,16 @@ def read_transfer(path: Path) -> TransferResult:
         raise ReportInputError(path, f"scores has no entry for the primary metric {primary!r}")
     require(scores, path, "mean", "std")
     mix = read_mix_weights(data.get("mix_weights"), path)
+    others = {key: number(entry["mean"], path, f"scores.{key}.mean")
+              for key, entry in sorted(data["scores"].items())
+              if key != primary and isinstance(entry, dict) and "mean" in entry}
     return TransferResult(
         task=task, method=method, metric=data["metric"], primary=primary,
         mean=number(scores["mean"], path, f"scores.{primary}.mean"),
         std=number(scores["std"], path, f"scores.{primary}.std"),
         n_seeds=len(data["seeds"]), mix_weights=mix, train_examples=data.get("train_examples"),
         degenerate=list(data.get("degenerate", [])), curves=list(data.get("curves", [])),
-        best_epoch=list(data.get("best_epoch", [])), seeds=list(data["seeds"]))
+        best_epoch=list(data.get("best_epoch", [])), seeds=list(data["seeds"]), others=others)
 
 
 @dataclass
@@ -311,8 +316,8 @@ def ledger_stages(tasks: list[str], methods: list[str],
     curves (``curve``: the learning_curve params): other files may be left from earlier runs."""
     curve_stages = [(f"learning_curve@{t}-{m}", f"learning curve {m}")
                     for m in curve["methods"] for t in curve["tasks"]] if curve else []
-    single = ["tokenize", "pretrain_bilm", "pretrain_bert", "extract@bilm", "extract@bert",
-              "extract@bilm-random", "extract@bert-random"]
+    single = ["tokenize", "pretrain_bilm", "pretrain_bert", "pretrain_static", "extract@bilm",
+              "extract@bert", "extract@bilm-random", "extract@bert-random"]
     return ([(name, name) for name in single]
             + [(f"baseline@{t}", "baselines") for t in tasks]
             + [(f"transfer@{t}-{m}", f"transfer {m}") for m in methods for t in tasks]
@@ -325,7 +330,7 @@ class ReportInputs:
     tasks: list[str]
     methods: list[str]
     tokenize: dict | None
-    pretrain: dict[str, dict | None]          # model -> metrics/pretrain_<model>.json
+    pretrain: dict[str, dict | None]          # bilm, bert, static -> metrics/pretrain_<it>.json
     curves: dict[str, Curve | None]           # model -> loss curve
     transfer: dict[str, dict[str, TransferResult]]   # task -> method -> cell
     probes: dict[str, dict | None]            # model -> metrics/probe/<model>.json
@@ -368,7 +373,8 @@ def load_inputs(root: Path | str, tasks: list[str], methods: list[str],
     return ReportInputs(
         tasks=list(tasks), methods=list(methods),
         tokenize=read_json(metrics / "tokenize.json"),
-        pretrain={m: read_json(metrics / f"pretrain_{m}.json") for m in PRETRAIN_MODELS},
+        pretrain={m: read_json(metrics / f"pretrain_{m}.json") for m in (*PRETRAIN_MODELS,
+                                                                           "static")},
         curves={m: read_curve(metrics / f"pretrain_{m}_curve.tsv") for m in PRETRAIN_MODELS},
         transfer=transfer,
         probes={m: read_probe(metrics / "probe" / f"{m}.json") for m in PROBE_MODELS},

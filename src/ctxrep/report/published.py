@@ -7,7 +7,8 @@ file. The papers report percentages (accuracy, F1 × 100), so these are percenta
 Mapping onto this project's tasks and methods:
 
 - ELMo Table 1 "baseline" is the task model without ELMo (GloVe input, context-free): our
-  ``static``; "baseline + ELMo" is our ``elmo``. Shared tasks: SST-5 (``sst5``), CoNLL-2003 NER
+  ``static`` (word2vec vectors trained on our corpus, where the paper used GloVe); "baseline +
+  ELMo" is our ``elmo``. Shared tasks: SST-5 (``sst5``), CoNLL-2003 NER
   (``conll2003``), SQuAD v1.1 (``squad``; the paper reports its test/dev F1, we score on
   held-out dev articles). The paper's SNLI, SRL and coref have no counterpart here.
 - ELMo Table 2 (SQuAD dev F1): "last only" = ``elmo-last``, λ = 1 (strong pull toward equal

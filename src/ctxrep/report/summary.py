@@ -32,15 +32,20 @@ def summarise(transfer: dict[str, dict[str, TransferResult]], extras: dict | Non
 
 def headline(summary: dict) -> dict:
     """``metrics/headline.json``, the DVC metric: {task: {method or baseline: mean}}, so
-    ``dvc exp show`` gets one column per grid cell and baseline, and ``claims``:
-    {"<better>_vs_<worse>": {task: {delta, low, high}}} for the papers' method-vs-method claims,
-    so experiments can be compared on them (``ctxrep.sweep``). Stds, seeds and the CIs of
-    single cells stay in summary.json."""
+    ``dvc exp show`` gets one column per grid cell and baseline. Stds, seeds and the CIs of
+    single cells stay in summary.json; the claims are in :func:`claim_metrics`."""
     out = {task: {method: cell["mean"] for method, cell in cells.items()}
            for task, cells in summary["cells"].items()}
     for task, scores in summary.get("baselines", {}).items():
         out.setdefault(task, {}).update({name: round(v, DECIMALS) for name, v in scores.items()})
-    out = {task: dict(sorted(cells.items())) for task, cells in sorted(out.items())}
+    return {task: dict(sorted(cells.items())) for task, cells in sorted(out.items())}
+
+
+def claim_metrics(summary: dict) -> dict:
+    """``metrics/claims.json``, the second DVC metric: {"<better>_vs_<worse>": {task: {delta,
+    low, high}}} for the papers' method-vs-method claims, so experiments can be compared on them
+    (``ctxrep.sweep``). A file of its own because it is wide (three columns per claim and task):
+    ``make exp-show`` leaves it out, ``dvc metrics show metrics/claims.json`` shows it."""
     claims: dict = {}
     for claim in summary.get("claims", []):
         if not (claim["better"].replace("-", "").isalnum() and
@@ -50,9 +55,7 @@ def headline(summary: dict) -> dict:
         claims.setdefault(f"{claim['better']}_vs_{claim['worse']}", {})[claim["task"]] = {
             "delta": round(claim["estimate"], DECIMALS), "low": round(low, DECIMALS),
             "high": round(high, DECIMALS)}
-    if claims:
-        out["claims"] = {k: dict(sorted(v.items())) for k, v in sorted(claims.items())}
-    return out
+    return {k: dict(sorted(v.items())) for k, v in sorted(claims.items())}
 
 
 def flat_numbers(summary: dict) -> dict[str, float]:

@@ -24,7 +24,7 @@ class TableSpec:
 
 TABLES = (
     TableSpec("table1", "Table 1 analog: context-free vs contextual representations",
-              ("static", "elmo", "bert-feature", "bert-finetune", "bert-scratch"),
+              ("static", "elmo-token", "elmo", "bert-feature", "bert-finetune", "bert-scratch"),
               "Does a pretrained contextual representation beat the context-free one?"),
     TableSpec("table2", "Table 2 analog: which biLM layers to use",
               ("elmo-last", "elmo-avg", "elmo"),

@@ -24,7 +24,8 @@ def run_baselines(task: str, common: config.TransferCommon) -> dict:
     (``data/predictions/<task>/baselines/<name>.json``)."""
     task_spec = spec(task)
     record = {"task": task, "kind": task_spec.kind, "metric": task_spec.metric,
-              "primary": primary_key(task_spec.metric), "eval_split": common.eval_split}
+              "metrics": list(task_spec.metrics), "primary": primary_key(task_spec.metrics),
+              "eval_split": common.eval_split}
     try:
         splits = load_task(task, common)
     except TaskUnavailable as e:
@@ -37,7 +38,7 @@ def run_baselines(task: str, common: config.TransferCommon) -> dict:
     gold = references(task_spec.kind, eval_set)
     record["baselines"], files = {}, {}
     for name, predictions in predict_all(task_spec.kind, train_set, eval_set).items():
-        scores = score(task_spec.kind, task_spec.metric, eval_set, predictions)
+        scores = score(task_spec.kind, task_spec.metrics, eval_set, predictions)
         record["baselines"][name] = {k: round(v, 6) for k, v in sorted(scores.items())}
         files[f"{name}.json"] = {"task": task, "method": name, "seed": 0,
                                  "eval_split": eval_split, "references": gold,

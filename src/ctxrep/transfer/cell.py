@@ -3,7 +3,8 @@
 The record (``metrics/transfer/<task>/<method>.json``) holds the per-seed scores and their mean
 and standard deviation, each seed's best epoch and its train-loss / dev-score curve per epoch,
 whether a seed predicted one class for everything (``degenerate``), the learned scalar-mix
-weights of the feature-based methods, and nothing that differs from run to run (timings go to
+weights of the feature-based methods, the share of evaluation words that have no static word
+vector (``word_vector_oov_rate``, methods that read them), and nothing that differs from run to run (timings go to
 MLflow and the compute ledger). A task that no data location could serve gives a record with
 ``unavailable`` and no scores.
 
@@ -25,10 +26,11 @@ from pathlib import Path
 
 from ctxrep import config
 from ctxrep.io import sha256_tree
+from ctxrep.models.word_vectors import WordVectors
 from ctxrep.pretraining.loop import run_key
 from ctxrep.transfer.data import TaskUnavailable, load_task, spec, task_dir
 from ctxrep.transfer.feature_train import run_feature_transfer
-from ctxrep.transfer.features import FeatureStore
+from ctxrep.transfer.features import FIELDS, FeatureStore, task_words
 from ctxrep.transfer.finetune import run_finetune
 from ctxrep.transfer.scoring import primary_key, readable, references
 from ctxrep.transfer.selection import nested_subset, train_dev_indices
@@ -36,6 +38,7 @@ from ctxrep.transfer.selection import nested_subset, train_dev_indices
 CHECKPOINTS = Path("data/checkpoints/transfer")
 FEATURES = Path("data/features")
 BERT_MODEL = Path("data/models/bert")
+WORD_VECTORS = Path("data/models/static")
 
 
 @dataclass
@@ -56,15 +59,19 @@ class Cell:
 
 
 def input_paths(task: str, method: str) -> list[Path]:
-    """The files a cell trains on besides the task's examples."""
-    if method in config.FEATURE_METHODS:
-        return [FEATURES / config.FEATURES_OF[method] / task]
-    return [BERT_MODEL]
+    """The files a cell trains on besides the task's examples: a feature-based method's model
+    features and the static word vectors, as it reads them; a fine-tuned method's BERT."""
+    if method not in config.FEATURE_METHODS:
+        return [BERT_MODEL]
+    features = config.FEATURES_OF[method]
+    return ([FEATURES / features / task] if features is not None else []) + (
+        [WORD_VECTORS] if method in config.READS_WORD_VECTORS else [])
 
 
 def is_degenerate(kind: str, predictions: list) -> bool:
-    """One label for every example (or every word): the model learned only the prior."""
-    if kind in ("classification", "pair_classification", "word_in_context"):
+    """One label (or one score) for every example (or every word): the model learned only the
+    prior."""
+    if kind in ("classification", "pair_classification", "word_in_context", "regression"):
         return len(set(predictions)) <= 1
     if kind == "tagging":
         return len({t for tags in predictions for t in tags}) <= 1
@@ -78,8 +85,8 @@ def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None,
     the cell carries each seed's predictions for :mod:`ctxrep.transfer.predictions`."""
     task_spec = spec(task)
     record = {"task": task, "method": method, "kind": task_spec.kind, "metric": task_spec.metric,
-              "primary": primary_key(task_spec.metric), "eval_split": common.eval_split,
-              "seeds": common.seeds}
+              "metrics": list(task_spec.metrics), "primary": primary_key(task_spec.metrics),
+              "eval_split": common.eval_split, "seeds": common.seeds}
     if train_fraction != 1.0:
         record["train_fraction"] = train_fraction
     try:
@@ -91,9 +98,12 @@ def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None,
     inputs = [task_dir(task) / "MANIFEST.json", *input_paths(task, method)]
     ckpt_root = CHECKPOINTS / task / method / run_key(
         config.as_dict(common), config.as_dict(p), train_fraction, sha256_tree(*inputs))
-    if method in config.FEATURE_METHODS:
-        store = FeatureStore(input_paths(task, method)[0])
+    store = vectors = None
+    if config.FEATURES_OF.get(method) is not None:
+        store = FeatureStore(FEATURES / config.FEATURES_OF[method] / task)
         store.check_examples(splits, task_spec.kind)
+    if method in config.READS_WORD_VECTORS:
+        vectors = WordVectors.load(WORD_VECTORS)
     train_idx, dev_idx = train_dev_indices(len(splits["train"]), common.dev_fraction)
     if train_fraction != 1.0:
         train_idx = nested_subset(train_idx, train_fraction)
@@ -104,13 +114,12 @@ def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None,
         if method in config.FEATURE_METHODS:
             train = splits["train"]
             n_labels = (train.features["tags"].feature.num_classes if kind == "tagging"
-                        else train.features["label"].num_classes if "label" in train.features
-                        else 0)
-            runs.append(run_feature_transfer(kind, task_spec.metric, method, store, splits,
+                        else getattr(train.features.get("label"), "num_classes", 0))
+            runs.append(run_feature_transfer(kind, task_spec.metrics, method, store, splits,
                                              eval_split, n_labels, p, seed, ckpt, train_idx,
-                                             dev_idx, common.patience, run))
+                                             dev_idx, common.patience, run, vectors))
         else:
-            runs.append(run_finetune(kind, task_spec.metric, splits, eval_split, BERT_MODEL,
+            runs.append(run_finetune(kind, task_spec.metrics, splits, eval_split, BERT_MODEL,
                                      method == "bert-finetune", p, seed, ckpt, train_idx,
                                      dev_idx, common.patience, run))
     shutil.rmtree(ckpt_root, ignore_errors=True)  # every seed finished: nothing to resume
@@ -136,6 +145,9 @@ def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None,
     record["train_examples"] = len(train_idx)
     record["dev_examples"] = len(dev_idx)
     record["eval_examples"] = len(splits[eval_split])
+    if vectors is not None:  # the evaluation words with no static vector (x_k = 0)
+        record["word_vector_oov_rate"] = round(vectors.oov_rate(
+            task_words(ex, f) for f in FIELDS[kind] for ex in splits[eval_split]), 6)
     cost = CellCost(amount=sum(r["train_tokens"] for r in runs),
                     unit="words" if method in config.FEATURE_METHODS else "sub-word tokens",
                     params=runs[0]["trainable_params"], flops=sum(r["train_flops"] for r in runs))

@@ -1,34 +1,52 @@
-"""Feature-based task models: frozen layer features → ScalarMix → task BiLSTM → head.
+"""Feature-based task models: frozen features → ScalarMix → task BiLSTM → head.
 
 As in Peters et al. (2018, §3.3), the contextual vector of word k is mixed from the layers,
 
     ELMo_k = γ Σ_j softmax(s)_j h_{k,j}
 
-and concatenated with a context-free representation of the word (here layer 0, the model's own
-token layer) before the task encoder; ``elmo-io`` also concatenates a second mix, with its own
-weights, to the encoder's output. Methods differ only in how the layers are combined:
+and concatenated with the word's context-independent representation x_k — here the static
+word vectors trained on the same corpus (``ctxrep.models.word_vectors``; the paper's GloVe) —
+before the task encoder: [ELMo_k; x_k]. ``elmo-io`` also concatenates a second mix, with its
+own weights, to the encoder's output. Methods differ only in what they read and how the
+layers are combined:
 
-    static        layer 0 only (no context)
-    elmo-last     the top layer
-    elmo-avg      an equal, fixed mix
-    elmo          a learned mix (with λ·‖s − mean s‖² pulling it toward equal)
-    elmo-io       learned mixes at the encoder's input and output
-    bert-feature  a learned mix over BERT's L+1 layers (same model, other features)
+    static        x_k alone (no model features): the paper's baseline
+    elmo-token    the biLM's token layer (layer 0) alone, no x_k: a control
+    elmo-last     the top layer; x_k
+    elmo-avg      an equal, fixed mix; x_k
+    elmo          a learned mix (with λ·‖s − mean s‖² pulling it toward equal); x_k
+    elmo-io       learned mixes at the encoder's input and output; x_k
+    bert-feature  a learned mix over BERT's L+1 layers; x_k
     elmo-random   as ``elmo``, on the features of an untrained biLM (control)
     bert-random   as ``bert-feature``, on the features of an untrained BERT (control)
+
+Heads see a text field's frozen inputs as one :class:`WordFeatures` (``batch["layers"]``,
+``batch["layers2"]``) and pass it to the encoder unopened.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from ctxrep import config
 from ctxrep.models.scalar_mix import ScalarMix
 
 
 # The random-init controls combine their (untrained) layers as their pretrained counterparts do.
 LEARNED_MIX_OF = {"elmo-random": "elmo", "bert-random": "bert-feature"}
+
+
+@dataclass
+class WordFeatures:
+    """The frozen inputs of a batch of one text field: the model's layers (B, N, T, D) and the
+    static word vectors x_k (B, T, Dw), each None when the method does not read it."""
+
+    layers: torch.Tensor | None = None
+    vectors: torch.Tensor | None = None
 
 
 class LayerCombiner(nn.Module):
@@ -45,7 +63,7 @@ class LayerCombiner(nn.Module):
             self.mix = ScalarMix(n_layers, do_layer_norm=layer_norm, trainable=False)
 
     def forward(self, layers: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        if self.method == "static":
+        if self.method == "elmo-token":
             return layers[:, 0]
         if self.method == "elmo-last":
             return layers[:, -1]
@@ -61,40 +79,57 @@ class LayerCombiner(nn.Module):
 
 
 class FeatureEncoder(nn.Module):
-    """[combined layers; layer 0] → dropout → BiLSTM (→ [states; output mix] for elmo-io)."""
+    """[combined layers; x_k] → dropout → BiLSTM (→ [states; output mix] for elmo-io).
+
+    ``n_layers`` × ``dim``: the model features the method reads (0 × 0 for ``static``);
+    ``vector_dim``: the size of x_k (0 for ``elmo-token``, which reads none)."""
 
     def __init__(self, method: str, n_layers: int, dim: int, hidden: int, n_rnn_layers: int,
-                 dropout: float, layer_norm: bool):
+                 dropout: float, layer_norm: bool, vector_dim: int = 0):
         super().__init__()
+        if method not in config.FEATURES_OF:
+            raise ValueError(f"unknown feature-based method {method!r}")
         self.method = method
-        self.input_mix = LayerCombiner(method, n_layers, layer_norm)
-        in_dim = dim if method == "static" else 2 * dim
+        self.reads_layers = config.FEATURES_OF[method] is not None
+        self.reads_vectors = method in config.READS_WORD_VECTORS
+        if self.reads_layers != (n_layers > 0 and dim > 0):
+            raise ValueError(f"{method} {'reads' if self.reads_layers else 'reads no'} model "
+                             f"features: got n_layers={n_layers}, dim={dim}")
+        if self.reads_vectors != (vector_dim > 0):
+            raise ValueError(f"{method} {'reads' if self.reads_vectors else 'reads no'} word "
+                             f"vectors: got vector_dim={vector_dim}")
+        self.input_mix = LayerCombiner(method, n_layers, layer_norm) if self.reads_layers else None
+        in_dim = (dim if self.reads_layers else 0) + (vector_dim if self.reads_vectors else 0)
         self.dropout = nn.Dropout(dropout)
         self.rnn = nn.LSTM(in_dim, hidden, num_layers=n_rnn_layers, batch_first=True,
                            bidirectional=True, dropout=dropout if n_rnn_layers > 1 else 0.0)
         self.output_mix = LayerCombiner("elmo", n_layers, layer_norm) if method == "elmo-io" else None
         self.out_dim = 2 * hidden + (dim if self.output_mix is not None else 0)
 
-    def forward(self, layers: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """layers (B, N, T, D), mask (B, T) → (B, T, out_dim), zero at padding."""
-        x = self.input_mix(layers, mask)
-        if self.method != "static":
-            x = torch.cat([x, layers[:, 0]], dim=-1)
+    def forward(self, inputs: WordFeatures, mask: torch.Tensor) -> torch.Tensor:
+        """inputs: layers (B, N, T, D) and/or x_k (B, T, Dw); mask (B, T) → (B, T, out_dim),
+        zero at padding."""
+        parts = []
+        if self.reads_layers:
+            parts.append(self.input_mix(inputs.layers, mask))
+        if self.reads_vectors:
+            parts.append(inputs.vectors)
+        x = torch.cat(parts, dim=-1) if len(parts) > 1 else parts[0]
         lengths = mask.sum(1).clamp_min(1).cpu()
         packed = pack_padded_sequence(self.dropout(x), lengths, batch_first=True,
                                       enforce_sorted=False)
         states, _ = pad_packed_sequence(self.rnn(packed)[0], batch_first=True,
                                         total_length=x.shape[1])
         if self.output_mix is not None:
-            states = torch.cat([states, self.output_mix(layers, mask)], dim=-1)
+            states = torch.cat([states, self.output_mix(inputs.layers, mask)], dim=-1)
         return self.dropout(states) * mask[..., None]
 
     def penalty(self, coef: float) -> torch.Tensor:
-        p = self.input_mix.penalty(coef)
+        p = self.input_mix.penalty(coef) if self.input_mix is not None else torch.zeros(())
         return p + self.output_mix.penalty(coef) if self.output_mix is not None else p
 
     def mix_weights(self) -> dict:
-        out = {"input": self.input_mix.weights()}
+        out = {"input": self.input_mix.weights() if self.input_mix is not None else None}
         if self.output_mix is not None:
             out["output"] = self.output_mix.weights()
         return out
@@ -140,6 +175,20 @@ class PairClassifier(nn.Module):
         u = pool(self.encoder(batch["layers"], batch["mask"]), batch["mask"])
         v = pool(self.encoder(batch["layers2"], batch["mask2"]), batch["mask2"])
         return self.head(pair_features(u, v))
+
+
+class PairRegressor(nn.Module):
+    """Both texts through one encoder, pooled to u, v → MLP([u; v; |u−v|; u*v]) → one score
+    (trained with squared error against the gold similarity)."""
+
+    def __init__(self, encoder: FeatureEncoder, hidden: int, dropout: float):
+        super().__init__()
+        self.encoder, self.head = encoder, mlp(8 * encoder.out_dim, hidden, 1, dropout)
+
+    def forward(self, batch: dict) -> torch.Tensor:
+        u = pool(self.encoder(batch["layers"], batch["mask"]), batch["mask"])
+        v = pool(self.encoder(batch["layers2"], batch["mask2"]), batch["mask2"])
+        return self.head(pair_features(u, v)).squeeze(-1)  # (B,)
 
 
 class Tagger(nn.Module):

@@ -1,5 +1,9 @@
 """Training and evaluating a feature-based task model with the shared loop.
 
+Its inputs are frozen: the layers of a model's features (:class:`FeatureStore`, per the method)
+and the static word vectors x_k (:class:`WordVectors`, looked up here per word), batched into
+one :class:`~ctxrep.transfer.feature_models.WordFeatures` per text field.
+
 The model trains on the training examples minus a dev split (``train_dev_indices``), is scored
 on dev after every epoch, keeps its best epoch (``BestOnDev``) and predicts the evaluation
 split once, at the end.
@@ -17,9 +21,10 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ctxrep.models.word_vectors import WordVectors
 from ctxrep.pretraining.loop import Checkpoints, LoopConfig, train
 from ctxrep.transfer import feature_models as M
-from ctxrep.transfer.features import FIELDS, FeatureStore, words_with_spans
+from ctxrep.transfer.features import FIELDS, FeatureStore, task_words, words_with_spans
 from ctxrep.transfer.scoring import primary_key, score
 from ctxrep.transfer.selection import BestOnDev, SelectsOnDev, epoch_losses
 
@@ -33,14 +38,19 @@ def word_at(spans: list[tuple[int, int]], char: int) -> int:
     return i if i < len(spans) else len(spans) - 1
 
 
-def build_model(kind: str, method: str, n_layers: int, dim: int, n_labels: int, p) -> nn.Module:
+def build_model(kind: str, method: str, n_layers: int, dim: int, n_labels: int, p,
+                vector_dim: int = 0) -> nn.Module:
+    """The task model of ``kind``; its encoder reads ``n_layers`` × ``dim`` model features and
+    ``vector_dim``-sized word vectors, as ``method`` says (0: none)."""
     encoder = M.FeatureEncoder(method, n_layers, dim, p.encoder_hidden, p.encoder_layers,
-                               p.dropout, p.layer_norm)
+                               p.dropout, p.layer_norm, vector_dim)
     hidden = p.encoder_hidden
     if kind == "classification":
         return M.SentenceClassifier(encoder, n_labels, hidden, p.dropout)
     if kind == "pair_classification":
         return M.PairClassifier(encoder, n_labels, hidden, p.dropout)
+    if kind == "regression":
+        return M.PairRegressor(encoder, hidden, p.dropout)
     if kind == "tagging":
         return M.Tagger(encoder, n_labels)
     if kind == "word_in_context":
@@ -51,15 +61,22 @@ def build_model(kind: str, method: str, n_layers: int, dim: int, n_labels: int, 
 
 
 class FeatureTaskObjective(SelectsOnDev):
-    """The loop's Objective for one (task, method, seed) cell."""
+    """The loop's Objective for one (task, method, seed) cell. ``store`` (model features) or
+    ``vectors`` (word vectors) is None when the method does not read it."""
 
-    def __init__(self, model, kind: str, store: FeatureStore, splits: dict, eval_split: str,
-                 metric: str, p, seed: int, train_idx: list[int], dev_idx: list[int],
-                 patience: int):
+    def __init__(self, model, kind: str, store: FeatureStore | None, splits: dict,
+                 eval_split: str, metric: str, p, seed: int, train_idx: list[int],
+                 dev_idx: list[int], patience: int, vectors: WordVectors | None = None):
         self.model, self.kind, self.p, self.seed, self.metric = model, kind, p, seed, metric
         self.splits, self.eval_split = splits, eval_split
         fields = FIELDS[kind]
-        self.features = {s: [store.field(s, f) for f in fields] for s in splits}
+        self.features = {s: [store.field(s, f) if store is not None else None for f in fields]
+                         for s in splits}
+        self.vectors = vectors
+        # per split and field, each example's rows in the word-vector table (OOV: the zero row)
+        self.word_ids = {s: [[vectors.ids(task_words(ex, f)) for ex in
+                              splits[s].select_columns([f])] if vectors is not None else None
+                             for f in fields] for s in splits}
         self.targets = {s: self._targets(s) for s in splits}
         if not train_idx or not dev_idx:
             raise ValueError(f"need training and dev examples (have {len(train_idx)} and "
@@ -72,6 +89,8 @@ class FeatureTaskObjective(SelectsOnDev):
         ds = self.splits[split]
         if self.kind in ("classification", "pair_classification"):
             return list(ds["label"])
+        if self.kind == "regression":
+            return [float(x) for x in ds["label"]]
         if self.kind == "tagging":
             return list(ds["tags"])
         if self.kind == "word_in_context":
@@ -97,25 +116,46 @@ class FeatureTaskObjective(SelectsOnDev):
         bs = self.p.batch_size
         return [order[i:i + bs] for i in range(0, len(order), bs)]
 
-    def _pad(self, field, indices) -> tuple[torch.Tensor, torch.Tensor]:
-        items = [field[i] for i in indices]
-        t = max(1, max(x.shape[1] for x in items))
-        layers = np.zeros((len(items), field.n_layers, t, field.dim), dtype=np.float32)
-        mask = np.zeros((len(items), t), dtype=bool)
-        for b, x in enumerate(items):
-            layers[b, :, :x.shape[1]] = x
-            mask[b, :x.shape[1]] = True
-        return torch.from_numpy(layers), torch.from_numpy(mask)
+    def _pad(self, split: str, field: int, indices: list[int]) -> tuple[M.WordFeatures,
+                                                                        torch.Tensor]:
+        """The inputs of text field ``field`` (its index in FIELDS[kind]) for ``indices``,
+        zero-padded to the longest, and the mask of real words."""
+        store, ids = self.features[split][field], self.word_ids[split][field]
+        if store is not None:
+            items = [store[i] for i in indices]
+            lengths = [x.shape[1] for x in items]
+        else:
+            lengths = [len(ids[i]) for i in indices]
+        t = max(1, max(lengths))
+        mask = np.zeros((len(indices), t), dtype=bool)
+        for b, n in enumerate(lengths):
+            mask[b, :n] = True
+        inputs = M.WordFeatures()
+        if store is not None:
+            layers = np.zeros((len(items), store.n_layers, t, store.dim), dtype=np.float32)
+            for b, x in enumerate(items):
+                layers[b, :, :x.shape[1]] = x
+            inputs.layers = torch.from_numpy(layers)
+        if ids is not None:
+            rows = np.full((len(indices), t), self.vectors.oov_id, dtype=np.int64)
+            for b, i in enumerate(indices):
+                if len(ids[i]) != lengths[b]:
+                    raise ValueError(f"{split} example {i}: {len(ids[i])} words, but "
+                                     f"{lengths[b]} feature rows")
+                rows[b, :lengths[b]] = ids[i]
+            inputs.vectors = torch.from_numpy(self.vectors.table[rows])
+        return inputs, torch.from_numpy(mask)
 
     def _batch(self, split: str, indices: list[int]) -> dict:
-        feats = self.features[split]
         batch = {}
-        batch["layers"], batch["mask"] = self._pad(feats[0], indices)
-        if len(feats) > 1:
-            batch["layers2"], batch["mask2"] = self._pad(feats[1], indices)
+        batch["layers"], batch["mask"] = self._pad(split, 0, indices)
+        if len(FIELDS[self.kind]) > 1:
+            batch["layers2"], batch["mask2"] = self._pad(split, 1, indices)
         targets = [self.targets[split][i] for i in indices]
         if self.kind in ("classification", "pair_classification"):
             batch["labels"] = torch.tensor(targets)
+        elif self.kind == "regression":
+            batch["labels"] = torch.tensor(targets, dtype=torch.float32)
         elif self.kind == "tagging":
             labels = torch.full(batch["mask"].shape, -100, dtype=torch.long)
             for b, tags in enumerate(targets):
@@ -139,6 +179,8 @@ class FeatureTaskObjective(SelectsOnDev):
             loss = F.cross_entropy(out[0], batch["start"]) + F.cross_entropy(out[1], batch["end"])
         elif self.kind == "tagging":
             loss = F.cross_entropy(out.flatten(0, 1), batch["labels"].flatten(), ignore_index=-100)
+        elif self.kind == "regression":
+            loss = F.mse_loss(out, batch["labels"])
         else:
             loss = F.cross_entropy(out, batch["labels"])
         task_loss = loss.item()
@@ -160,6 +202,8 @@ class FeatureTaskObjective(SelectsOnDev):
                 preds += [row[:n_].tolist() for row, n_ in zip(out.argmax(-1), lengths)]
             elif self.kind == "span_qa":
                 preds += self._spans(split, indices, *out)
+            elif self.kind == "regression":
+                preds += out.tolist()
             else:
                 preds += out.argmax(-1).tolist()
         return preds
@@ -182,14 +226,18 @@ class FeatureTaskObjective(SelectsOnDev):
         return score(self.kind, self.metric, self.dev_set, self.predict("train", self.dev_idx))
 
 
-def run_feature_transfer(kind: str, metric: str, method: str, store: FeatureStore, splits: dict,
-                         eval_split: str, n_labels: int, p, seed: int, ckpt_dir: Path,
-                         train_idx: list[int], dev_idx: list[int], patience: int,
-                         run=None) -> dict:
+def run_feature_transfer(kind: str, metric: str, method: str, store: FeatureStore | None,
+                         splits: dict, eval_split: str, n_labels: int, p, seed: int,
+                         ckpt_dir: Path, train_idx: list[int], dev_idx: list[int], patience: int,
+                         run=None, vectors: WordVectors | None = None) -> dict:
+    """Train ``method`` on ``store``'s model features and/or the word ``vectors`` (x_k), select
+    its epoch on dev, score it on ``eval_split``."""
     torch.manual_seed(seed)
-    model = build_model(kind, method, store.n_layers, store.dim, n_labels, p)
+    n_layers, dim = (store.n_layers, store.dim) if store is not None else (0, 0)
+    model = build_model(kind, method, n_layers, dim, n_labels, p,
+                        vectors.dim if vectors is not None else 0)
     objective = FeatureTaskObjective(model, kind, store, splits, eval_split, metric, p, seed,
-                                     train_idx, dev_idx, patience)
+                                     train_idx, dev_idx, patience, vectors)
     steps_per_epoch = math.ceil(len(train_idx) / p.batch_size)
     steps = p.epochs * steps_per_epoch
     # A dev evaluation and a checkpoint per epoch: early stopping, and a killed cell resumes

@@ -6,7 +6,7 @@ Layout of ``data/features/<model>/<task>/`` (``model`` is ``bilm`` or ``bert``):
     <split>.<field>.f16               (total words, n_layers, dim) float16, C order, raw bytes
     <split>.<field>.offsets.npy       (n_examples + 1,) int64: example i is rows offsets[i]:offsets[i+1]
 
-A *field* is one text of an example: ``text``/``text_pair`` (classification), ``tokens``
+A *field* is one text of an example: ``text``/``text_pair`` (classification, regression), ``tokens``
 (tagging), ``sentence1``/``sentence2`` (word-in-context), ``question``/``context`` (span QA).
 Words are the task's own words (see :func:`task_words`), so feature row j of an example is
 its word j whatever model produced it: the biLM's 2L+1 layers or BERT's L+1 hidden layers
@@ -28,6 +28,7 @@ from ctxrep.errors import InputError
 _WORD = re.compile(r"\S+")
 
 FIELDS = {"classification": ("text",), "pair_classification": ("text", "text_pair"),
+          "regression": ("text", "text_pair"),
           "tagging": ("tokens",), "word_in_context": ("sentence1", "sentence2"),
           "span_qa": ("question", "context")}
 

@@ -3,10 +3,12 @@
     TaskFormat            one per task kind: examples -> input sequences ("features"), head, loss,
                           head outputs -> one prediction per example (as ``scoring.score`` wants)
       SequenceClassification   [CLS] text [SEP] (text_pair [SEP]) -> label
+      SequenceRegression       [CLS] text [SEP] text_pair [SEP] -> a float score (MSE)
       Tagging                  pre-split words -> one tag per word, read at its first sub-word
       SpanQA                   [CLS] question [SEP] context window [SEP] -> answer span
       WordInContext            [CLS] sentence1 [SEP] sentence2 [SEP] -> same sense of the target?
-    ClassificationHead, TaggingHead, SpanHead, WordInContextHead   the heads (math in docstrings)
+    ClassificationHead, RegressionHead, TaggingHead, SpanHead, WordInContextHead   the heads
+                          (math in docstrings)
 
 ``finetune.py`` trains a BERT encoder with one of these (``make_task_format``).
 """
@@ -58,6 +60,18 @@ class ClassificationHead(nn.Module):
 
     def forward(self, encoded: BertOutput, batch: dict) -> torch.Tensor:
         return self.classifier(self.dropout(encoded.pooled_output))  # (B, labels)
+
+
+class RegressionHead(nn.Module):
+    """score = w · Dropout(pooled) + b, with pooled BERT's pooler output (as for STS-B in BERT)."""
+
+    def __init__(self, hidden: int, dropout: float):
+        super().__init__()
+        self.dropout = nn.Dropout(dropout)
+        self.regressor = nn.Linear(hidden, 1)
+
+    def forward(self, encoded: BertOutput, batch: dict) -> torch.Tensor:
+        return self.regressor(self.dropout(encoded.pooled_output)).squeeze(-1)  # (B,)
 
 
 class TaggingHead(nn.Module):
@@ -180,6 +194,31 @@ class SequenceClassification(TaskFormat):
 
     def make_head(self, hidden: int, dropout: float) -> nn.Module:
         return ClassificationHead(hidden, self.num_labels, dropout)
+
+
+class SequenceRegression(TaskFormat):
+    """``[CLS] text [SEP] text_pair [SEP]`` (segments 0 / 1) -> a float score, trained with
+    squared error against the gold score (``label``)."""
+
+    columns = ("text", "text_pair", "label")
+    sequence_fields = ("label",)
+
+    def __init__(self, tokenizer: Tokenizer, p: FinetuneTransferParams, train_set):
+        self.tokenizer = truncating(tokenizer, p.max_seq_len)
+
+    def encode(self, dataset) -> list[Feature]:
+        encodings = self.tokenizer.encode_batch(list(zip(dataset["text"], dataset["text_pair"])))
+        return [sequence_feature(i, enc, label=float(label))
+                for i, (enc, label) in enumerate(zip(encodings, dataset["label"]))]
+
+    def make_head(self, hidden: int, dropout: float) -> nn.Module:
+        return RegressionHead(hidden, dropout)
+
+    def loss(self, output: torch.Tensor, batch: dict) -> torch.Tensor:
+        return F.mse_loss(output.float(), batch["label"].float())
+
+    def predict(self, outputs: list[torch.Tensor], features: list[Feature], dataset) -> list[float]:
+        return [float(output) for output in outputs]
 
 
 def first_subwords(word_ids: list[int | None]) -> dict[int, int]:
@@ -378,14 +417,15 @@ class SpanQA(TaskFormat):
 def make_task_format(kind: str, tokenizer: Tokenizer, p: FinetuneTransferParams, train_set) -> TaskFormat:
     if kind in ("classification", "pair_classification"):
         return SequenceClassification(tokenizer, p, train_set, pair=kind == "pair_classification")
-    formats = {"tagging": Tagging, "word_in_context": WordInContext, "span_qa": SpanQA}
+    formats = {"regression": SequenceRegression, "tagging": Tagging,
+               "word_in_context": WordInContext, "span_qa": SpanQA}
     if kind not in formats:
         raise ValueError(f"unknown task kind {kind!r}; expected one of {list(KINDS)}")
     return formats[kind](tokenizer, p, train_set)
 
 
 __all__ = [
-    "TaskFormat", "SequenceClassification", "Tagging", "SpanQA", "WordInContext",
-    "make_task_format", "ClassificationHead", "TaggingHead", "SpanHead", "WordInContextHead",
+    "TaskFormat", "SequenceClassification", "SequenceRegression", "Tagging", "SpanQA", "WordInContext",
+    "make_task_format", "ClassificationHead", "RegressionHead", "TaggingHead", "SpanHead", "WordInContextHead",
     "Feature", "context_windows", "best_span", "truncating",
 ]

@@ -260,7 +260,9 @@ def probe_model(model: str, features_root, load_dataset, params: ProbeParams,
         root = Path(features_root) / model / task
         if not (root / "meta.json").exists():
             results[task] = {"metric": PROBE_METRICS[task],
-                             "skipped": f"no features at {root} (run extract for this task)"}
+                             "skipped": f"no {model} features of {task} at {root}: extract "
+                                        f"featurizes only the tasks of grid.tasks (add {task} "
+                                        f"there to probe it)"}
             continue
         store, splits = FeatureStore(root), load_dataset(task)
         store.check_examples({s: splits[s] for s in (TRAIN_SPLIT, EVAL_SPLIT)}, PROBE_KINDS[task])

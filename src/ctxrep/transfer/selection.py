@@ -64,7 +64,12 @@ class BestOnDev:
 
     @property
     def should_stop(self) -> bool:
-        return self.patience > 0 and len(self.history) - self.best_epoch >= self.patience
+        """``patience`` epochs without gain, counted once the dev score has risen above its
+        first epoch's: a score still flat at its start (a tagger on little data predicting "O"
+        everywhere, entity F1 0) is a plateau at the trivial solution, not convergence, and
+        training goes on to ``epochs``."""
+        return (self.patience > 0 and self.best_epoch > 1
+                and len(self.history) - self.best_epoch >= self.patience)
 
     def restore(self) -> None:
         if self.best_state is not None:

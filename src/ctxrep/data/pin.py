@@ -1,0 +1,92 @@
+"""Pin the sha256 of a task's mirror files in the registry: ``ctxrep pin <task>``.
+
+A pinned file is checked by ``fetch_tasks@<task>`` (when ``data.verify_sha256`` is on): a copy
+whose bytes differ from the pinned ones stops the fetch, naming the file. Pins live in
+``PINNED_SHA256`` of :mod:`ctxrep.data.registry`, a dict literal that this
+module rewrites in place (sorted, so the same pins give the same bytes):
+
+    ctxrep pin rte               # hash $CTXREP_DATA_MIRROR's files of rte, write the pins
+    ctxrep pin rte --print       # only print them
+    python -m ctxrep.data.pin rte
+
+Pin the files as published (right after downloading them), so a later modified or truncated
+copy is caught. Whether a task was pinned and checked is recorded in its fetch manifest
+(``sha256_pins``) and shown in the report's data section.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+from ctxrep.data import registry
+from ctxrep.data.readers import DataError
+from ctxrep.io import atomic_file, sha256_file
+
+MIRROR_ENV = "CTXREP_DATA_MIRROR"
+_BLOCK = re.compile(r"^PINNED_SHA256 = (\{.*?^\})$", re.S | re.M)
+
+
+def mirror_pins(task: str) -> dict[str, str]:
+    """{mirror path: sha256} of ``task``'s files under ``$CTXREP_DATA_MIRROR`` (globs expanded)."""
+    from ctxrep.data.sources import _mirror_files
+
+    spec = registry.get(task)
+    if task not in registry.TASKS:
+        raise DataError(task, "only tasks are pinned (corpora are hashed by locate_data)")
+    files, why = _mirror_files(spec)
+    if files is None:
+        raise DataError(os.environ.get(MIRROR_ENV, f"${MIRROR_ENV}"), f"cannot pin {task}: {why}")
+    root = Path(os.environ[MIRROR_ENV])
+    return {str(f.relative_to(root)): sha256_file(f) for f in files}
+
+
+def write_pins(task: str, pins: dict[str, str], registry_file: Path | None = None) -> Path:
+    """Replace ``task``'s entry of ``PINNED_SHA256`` in ``registry_file`` (default: the
+    registry module's own source) with ``pins``; the other entries are kept."""
+    path = Path(registry_file or registry.__file__)
+    text = path.read_text()
+    match = _BLOCK.search(text)
+    if match is None:
+        raise DataError(path, "no 'PINNED_SHA256 = {...}' block (a JSON dict ending in a line "
+                              "'}') to update")
+    table = ast.literal_eval(match.group(1))
+    table[task] = dict(sorted(pins.items()))
+    block = "PINNED_SHA256 = " + json.dumps(dict(sorted(table.items())), indent=4)
+    with atomic_file(path) as f:
+        f.write(text[:match.start()] + block + text[match.end():])
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="ctxrep pin", description=__doc__.splitlines()[0])
+    add_arguments(ap)
+    return run(ap.parse_args(argv))
+
+
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("task", help="a task of the registry whose mirror files to pin")
+    ap.add_argument("--print", action="store_true", dest="print_only",
+                    help="print the pins instead of writing them into registry.py")
+
+
+def run(a) -> int:
+    try:
+        pins = mirror_pins(a.task)
+        print(json.dumps({a.task: pins}, indent=4))
+        if not a.print_only:
+            path = write_pins(a.task, pins)
+            print(f"ctxrep pin: wrote {len(pins)} pin(s) of {a.task} into {path}")
+    except DataError as e:
+        print(f"ctxrep pin: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,224 @@
+"""README "Adding a task", performed as written, in a scratch copy of the repo.
+
+Four GLUE-style tasks the project has never seen, one of each kind, in their published
+layouts: CoLA (classification, headerless TSV), MRPC (pair classification, a TSV with a header
+row behind a UTF-8 byte-order mark and CRLF line ends), a chunking task (tagging, in a
+``word/TAG`` format no reader handles yet, so the test writes one), and STS-B (regression,
+float scores). For each the test does what the README says a user does: put the files under
+the mirror, add a registry entry (and the reader), ``ctxrep pin``, ``ctxrep fixture``, add the
+task to ``tasks:`` and ``grid.tasks`` in ``conf/config.yaml``; then it runs the stages the new
+cells need on the tiny profile (fetch, extract, baselines, transfer with one method and one
+seed, report) and reads the report.
+
+The biLM is the tiny profile's, trained once per session (``tiny_pretrained``); the stages run
+as `dvc exp run` runs them (``python stages/<stage>.py``), with the scratch copy's own package.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import compose, make_sentence, run_stage, scratch_repo, src_env
+
+pytestmark = pytest.mark.slow
+
+NEW_TASKS = ("cola", "mrpc", "chunk", "stsb")
+REPO_TESTS = Path(__file__).resolve().parent
+
+# Step 2 of the recipe: the registry entries, pasted into TASKS as the README shows.
+ENTRIES = '''
+    "cola": DatasetSpec(
+        name="cola", kind="classification",
+        features=S.classification(["unacceptable", "acceptable"]),
+        mirror=("tasks/cola/train.tsv", "tasks/cola/dev.tsv"),
+        read_mirror=_one({"train": 0, "validation": 1}, lambda p, s: R.tsv_headerless(
+            p, s, 4, text=3, label=1, labels=["0", "1"])),
+        hub=HubSource("nyu-mll/glue", "cola", splits={"train": "train", "validation": "validation"},
+                      columns={"text": "sentence", "label": "label"}),
+        metrics=("matthews_correlation", "accuracy"), description="CoLA acceptability"),
+    "mrpc": DatasetSpec(
+        name="mrpc", kind="pair_classification",
+        features=S.classification(["not_paraphrase", "paraphrase"], pair=True),
+        mirror=("tasks/mrpc/msr_paraphrase_train.txt", "tasks/mrpc/msr_paraphrase_test.txt"),
+        read_mirror=_one({"train": 0, "validation": 1}, lambda p, s: R.tsv_pair(
+            p, s, "#1 String", "#2 String", "Quality", ["0", "1"])),
+        metrics=("accuracy", "binary_f1"), description="MRPC paraphrase"),
+    "chunk": DatasetSpec(
+        name="chunk", kind="tagging", features=S.tagging(R.CHUNK_TAGS),
+        mirror=("tasks/chunk/train.txt", "tasks/chunk/test.txt"),
+        read_mirror=_one({"train": 0, "validation": 1}, lambda p, s: R.slash_tagged(
+            p, s, R.CHUNK_TAGS)),
+        metrics=("seqeval_f1", "token_accuracy"), description="NP/VP chunking"),
+    "stsb": DatasetSpec(
+        name="stsb", kind="regression", features=S.regression(),
+        mirror=("tasks/stsb/train.tsv", "tasks/stsb/dev.tsv"),
+        read_mirror=_one({"train": 0, "validation": 1}, lambda p, s: R.tsv_pair_score(
+            p, s, "sentence1", "sentence2", "score")),
+        metrics=("pearson_spearman",), description="STS-B similarity"),'''
+
+# The reader the chunking format needs, appended to readers.py.
+READER = '''
+
+CHUNK_TAGS = ["O", "B-NP", "I-NP", "B-VP", "I-VP"]
+
+
+def slash_tagged(path: Path, stats: ReadStats, tags: list[str]) -> Iterator[dict]:
+    """One sentence a line, ``word/TAG`` tokens separated by spaces."""
+    for n, line in read_lines(path, stats):
+        if not line.strip():
+            continue
+        tokens, ids = [], []
+        for item in line.split():
+            word, slash, tag = item.rpartition("/")
+            if not slash or tag not in tags:
+                raise DataError(path, f"{item!r} is not WORD/TAG with a TAG in {tags}", n)
+            tokens.append(word)
+            ids.append(tags.index(tag))
+        yield {"tokens": tokens, "tags": ids}
+'''
+
+
+def publish(mirror, seed: int = 0) -> None:
+    """Step 1: the four tasks' files in their published layouts, under the mirror."""
+    rng = random.Random(seed)
+
+    def write(rel, text, bom=False, crlf=False):
+        path = mirror / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = text.replace("\n", "\r\n") if crlf else text
+        path.write_bytes((b"\xef\xbb\xbf" if bom else b"") + data.encode())
+
+    for name, n in (("train", 48), ("dev", 24)):
+        sentences = [make_sentence(rng) for _ in range(n)]
+        write(f"tasks/cola/{name}.tsv", "".join(
+            f"gj04\t{int(s.endswith('.'))}\t\t{s}\n" for s in sentences))
+        write(f"tasks/stsb/{name}.tsv", "index\tgenre\tfilename\tyear\told_index\tsource1\t"
+              "source2\tsentence1\tsentence2\tscore\n" + "".join(
+                  f"{i}\tmain-captions\tMSRvid\t2012test\t{i}\tnone\tnone\t{a}\t{b}\t"
+                  f"{5.0 * len(set(a.split()) & set(b.split())) / len(set(a.split())):.3f}\n"
+                  for i, (a, b) in enumerate(zip(sentences, sentences[1:] + sentences[:1]))))
+        chunks = []
+        for s in sentences:
+            words = s.rstrip(".!").split()
+            tags = ["B-NP", "I-NP", "I-NP", "B-VP", "B-NP", "I-NP"] + ["O", "B-NP", "I-NP", "I-NP"]
+            chunks.append(" ".join(f"{w}/{t}" for w, t in zip(words, tags)))
+        write(f"tasks/chunk/{'train' if name == 'train' else 'test'}.txt", "\n".join(chunks) + "\n")
+        seconds = [b if rng.random() < 0.5 else a
+                   for a, b in zip(sentences, sentences[1:] + sentences[:1])]
+        mrpc = "".join(f"{int(a == b)}\t{i}\t{i + 1}\t{a}\t{b}\n"
+                       for i, (a, b) in enumerate(zip(sentences, seconds)))
+        write(f"tasks/mrpc/msr_paraphrase_{'train' if name == 'train' else 'test'}.txt",
+              "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n" + mrpc, bom=True, crlf=True)
+
+
+def add_to_config(repo) -> None:
+    """Step 5: each task in ``tasks:`` (fetched) and ``grid.tasks`` (transferred)."""
+    conf = repo / "conf/config.yaml"
+    text = conf.read_text()
+    text = text.replace("\ntasks:\n", "\ntasks:\n" + "".join(f"- {t}\n" for t in NEW_TASKS), 1)
+    text = text.replace("\ngrid:\n  tasks:\n",
+                        "\ngrid:\n  tasks:\n" + "".join(f"  - {t}\n" for t in NEW_TASKS), 1)
+    conf.write_text(text)
+
+
+def ctxrep(repo, commands: list[list[str]], env) -> str:
+    """``ctxrep <args>`` for each of ``commands``, in one process (one start-up, not eight)."""
+    driver = ("import sys\nfrom ctxrep.cli import main\n"
+              f"for args in {commands!r}:\n"
+              "    try:\n        main(args)\n    except SystemExit as e:\n"
+              "        if e.code:\n            sys.exit(f'ctxrep {args}: exit {e.code}')\n")
+    proc = subprocess.run([sys.executable, "-c", driver], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def recipe(tmp_path_factory, tiny_mirror, tiny_pretrained):
+    root = tmp_path_factory.mktemp("recipe")
+    mirror = root / "mirror"
+    shutil.copytree(tiny_mirror, mirror)
+    publish(mirror)
+    (root / "repo").mkdir()
+    repo = scratch_repo(root / "repo", "tiny", copy_src=True)
+    registry = repo / "src/ctxrep/data/registry.py"
+    marker = "TASKS: dict[str, DatasetSpec] = {"
+    registry.write_text(registry.read_text().replace(marker, marker + ENTRIES, 1))
+    with open(repo / "src/ctxrep/data/readers.py", "a") as f:
+        f.write(READER)
+    env = {**src_env(repo), "CTXREP_DATA_MIRROR": str(mirror)}
+    full_env = {**os.environ, **env}
+    out = ctxrep(repo, [[step, task] for task in NEW_TASKS for step in ("pin", "fixture")],
+                 env=full_env)                                # steps 3 and 4
+    assert out.count("ctxrep pin: wrote") == out.count("ctxrep fixture: wrote") - 4 == 4
+    add_to_config(repo)
+    default_grid = compose(repo, "default")["grid"]["tasks"]
+    # Step 6, on the tiny profile; the cost kept down with -S: only the new cells, one
+    # method, one seed, and the pins checked (scratch repos turn the check off).
+    compose(repo, "tiny", [f"grid.tasks=[{','.join(NEW_TASKS)}]", "grid.methods=[static]",
+                           "transfer.common.seeds=[0]", "data.verify_sha256=true"])
+    (repo / "data/models").mkdir(parents=True)
+    shutil.copytree(tiny_pretrained / "data/models/bilm", repo / "data/models/bilm")
+    run_stage(repo, "locate_data.py", env=env)
+    for task in NEW_TASKS:
+        run_stage(repo, "fetch_task.py", task, env=env)
+    run_stage(repo, "extract.py", "bilm", env=env)
+    for task in NEW_TASKS:
+        run_stage(repo, "baseline.py", task, env=env)
+        run_stage(repo, "transfer.py", task, "static", env=env)
+    run_stage(repo, "report.py", env=env)
+    return {"repo": repo, "env": full_env, "default_grid": default_grid,
+            "report": (repo / "reports/report.md").read_text()}
+
+
+def section(markdown: str, title: str) -> str:
+    rest = markdown[markdown.index(title + "\n"):]
+    end = re.search(r"\n#{1,3} ", rest[len(title):])
+    return rest[:len(title) + end.start()] if end else rest
+
+
+def test_conf_edit_puts_the_new_tasks_in_the_default_grid(recipe):
+    assert set(NEW_TASKS) <= set(recipe["default_grid"])
+
+
+@pytest.mark.parametrize("task, primary, others", [
+    ("cola", "matthews_correlation", ["accuracy"]), ("mrpc", "accuracy", ["binary_f1"]),
+    ("chunk", "f1", ["token_accuracy"]), ("stsb", "pearson", ["spearman"])])
+def test_the_report_shows_each_new_task_with_its_metrics_and_baselines(recipe, task, primary,
+                                                                       others):
+    table = section(recipe["report"], f"### {task} ({primary})")
+    static = next(line for line in table.splitlines() if line.startswith("| static |"))
+    assert re.search(r"\| static \| -?[\d.]+ ± [\d.]+ \| 1 \| \[-?[\d.]+, -?[\d.]+\] \|", static)
+    assert all(f"{name} " in static for name in others), static
+    assert "| baseline: majority |" in table or "| baseline: mean |" in table
+    assert "| baseline: tfidf-lr |" in table or "| baseline: lookup |" in table \
+        or "| baseline: tfidf-ridge |" in table
+
+
+def test_the_data_section_shows_the_new_tasks_pinned_and_checked(recipe):
+    data = section(recipe["report"], "## Data and models")
+    for task in NEW_TASKS:
+        assert re.search(rf"\| {task} \| available \| mirror \| .* \| pinned, checked \|", data)
+
+
+def test_the_fixtures_cut_by_ctxrep_fixture_serve_the_fixture_mirror_test(recipe):
+    """`test_every_task_reads_from_fixture_mirror`, run in the scratch copy: every task, the
+    new ones included, reads from the fixture mirror that conftest builds."""
+    repo = recipe["repo"]
+    shutil.copytree(REPO_TESTS, repo / "tests", ignore=shutil.ignore_patterns("__pycache__"),
+                    dirs_exist_ok=True)
+    assert (repo / "tests/fixtures/mirror/tasks/mrpc/msr_paraphrase_train.txt").exists()
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "tests/test_sources.py::test_every_task_reads_from_fixture_mirror"],
+                          cwd=repo, env=recipe["env"], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
