@@ -1,4 +1,6 @@
-"""Stage pretrain_bert: MLM (+NSP) pretraining → data/models/bert/ (a Hugging Face model dir)."""
+"""Stage pretrain_bert → data/models/bert/ (a Hugging Face model dir with its tokenizer): MLM
+(+NSP) pretraining on the tokenized corpus (``source: train``), or import a published BERT
+directory with its own WordPiece vocabulary (``source: import``)."""
 
 from pathlib import Path
 
@@ -8,17 +10,19 @@ from ctxrep import config
 from ctxrep.data.tokenized import TokenizedCorpus
 from ctxrep.io import atomic_dir
 from ctxrep.models.bert import BertConfig, BertForPreTraining, count_parameters, flops_per_token
-from ctxrep.models.bert_hf import save_pretrained
+from ctxrep.models.bert_hf import load_pretrained, save_pretrained
+from ctxrep.models.bert_import import import_bert
 from ctxrep.pretraining import loop
 from ctxrep.pretraining.bert_objective import BertObjective, load_documents
+from ctxrep.published import publish_import, record_trained
 from ctxrep.registry import register_bert
 from ctxrep.stage import stage
 
 OUT, CKPT = Path("data/models/bert"), Path("data/checkpoints/pretrain_bert")
 
-with stage("pretrain_bert", "pretrain_bert") as ctx:
-    p = ctx.section
-    corpus = TokenizedCorpus("data/tokenized")
+
+def train(ctx, p) -> None:
+    corpus = TokenizedCorpus(p.path)
     vocab = corpus.wordpiece_tokenizer().get_vocab()
     with config.as_param_error("pretrain_bert"):  # before any work
         model_config = BertConfig.from_params(p, vocab_size=len(vocab), pad_token_id=vocab["[PAD]"])
@@ -41,5 +45,20 @@ with stage("pretrain_bert", "pretrain_bert") as ctx:
                      count_parameters(model), flops_per_token(model_config, p.max_seq_len), CKPT)
         if ctx.run:  # the model into MLflow's registry, tagged with its DVC hash
             register_bert(ctx.run, OUT, profile=dict.get(ctx.params, "profile"))
+        record_trained("bert", p.path)
     ctx.summary(steps=result.steps, tokens=result.train_tokens,
                 val_mlm_acc=round(result.final_eval["val_mlm_acc"], 3))
+
+
+def import_published(ctx, p) -> None:
+    _, files = import_bert(p.path, OUT)  # its own tokenizer travels with it
+    model = load_pretrained(OUT)
+    record = publish_import(ctx, "pretrain_bert", "bert", p.path, files,
+                            {"params": count_parameters(model),
+                             "vocab_size": model.config.vocab_size})
+    ctx.summary(imported=p.path, params=count_parameters(model),
+                sha256=", ".join(f"{f['name']} {f['sha256'][:12]}" for f in record["files"]))
+
+
+with stage("pretrain_bert", "pretrain_bert") as ctx:
+    (import_published if ctx.section.source == "import" else train)(ctx, ctx.section)

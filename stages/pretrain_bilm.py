@@ -1,25 +1,28 @@
-"""Stage pretrain_bilm: train the ELMo biLM on the tokenized corpus → data/models/bilm/."""
+"""Stage pretrain_bilm → data/models/bilm/: train the ELMo biLM on the tokenized corpus
+(``source: train``), or import published bilm-tf / AllenNLP weights (``source: import``)."""
 
 from pathlib import Path
 
 import torch
 
+from ctxrep import config
 from ctxrep.data.tokenized import TokenizedCorpus
 from ctxrep.io import atomic_dir
-from ctxrep import config
 from ctxrep.models.bilm import BiLM, BiLMConfig, flops_per_token
 from ctxrep.models.elmo import Elmo
+from ctxrep.models.elmo_import import load_bilm_tf
 from ctxrep.pretraining import loop
 from ctxrep.pretraining.bilm_objective import (BiLMObjective, WordTypes, load_sentences,
                                                unigram_perplexity)
+from ctxrep.published import elmo_files, publish_import, record_trained
 from ctxrep.registry import register_bilm
 from ctxrep.stage import stage
 
 OUT, CKPT = Path("data/models/bilm"), Path("data/checkpoints/pretrain_bilm")
 
-with stage("pretrain_bilm", "pretrain_bilm") as ctx:
-    p = ctx.section
-    corpus = TokenizedCorpus("data/tokenized")
+
+def train(ctx, p) -> None:
+    corpus = TokenizedCorpus(p.path)
     vocab, _ = corpus.word_vocab()
     with config.as_param_error("pretrain_bilm"):  # before any work
         model_config = BiLMConfig.from_params(p, vocab_size=len(vocab))
@@ -51,5 +54,22 @@ with stage("pretrain_bilm", "pretrain_bilm") as ctx:
         }, model.num_parameters(), flops_per_token(model_config), CKPT)
         if ctx.run:  # the model into MLflow's registry, tagged with its DVC hash
             register_bilm(ctx.run, OUT, profile=dict.get(ctx.params, "profile"))
+        record_trained("bilm", p.path)
     ctx.summary(steps=result.steps, tokens=result.train_tokens,
                 val_ppl=round(result.final_eval["val_ppl"], 1))
+
+
+def import_published(ctx, p) -> None:
+    options, weights = elmo_files(p.path)
+    bilm, char_spec = load_bilm_tf(options, weights)  # no softmax, no vocabulary: features only
+    with atomic_dir(OUT) as tmp:
+        Elmo(bilm, [], char_spec).save_pretrained(tmp)
+    n_params = bilm.num_parameters()
+    record = publish_import(ctx, "pretrain_bilm", "bilm", p.path, [options, weights],
+                            {"params": n_params, "params_without_softmax": n_params})
+    ctx.summary(imported=p.path, params=n_params,
+                sha256=", ".join(f"{f['name']} {f['sha256'][:12]}" for f in record["files"]))
+
+
+with stage("pretrain_bilm", "pretrain_bilm") as ctx:
+    (import_published if ctx.section.source == "import" else train)(ctx, ctx.section)

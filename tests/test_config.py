@@ -26,10 +26,23 @@ def test_committed_params_yaml_is_the_default_profile_composed(tmp_path):
         "`make repro` (or `dvc exp run -S profile=default`), edit conf/ rather than params.yaml")
 
 
+# The files a folder of published weights must hold (empty stand-ins: only their names are
+# checked before a run; test_published.py imports real ones).
+PUBLISHED_FILES = {"pretrain_bilm": ["elmo_options.json", "elmo_weights.hdf5"],
+                   "pretrain_bert": ["config.json", "model.safetensors", "vocab.txt"]}
+
+
 @pytest.mark.parametrize("profile", config.profiles(REPO))
-def test_every_profile_composes_to_valid_params(tmp_path, profile):
+def test_every_profile_composes_to_valid_params(tmp_path, profile, monkeypatch):
     params = compose(tmp_path, profile)
     assert params["profile"] == profile
+    monkeypatch.chdir(tmp_path)  # an import's `path` is relative to the repo root
+    for section, names in PUBLISHED_FILES.items():
+        if params[section]["source"] == "import":
+            folder = tmp_path / params[section]["path"]
+            folder.mkdir(parents=True)
+            for name in names:
+                (folder / name).write_bytes(b"")
     config.read_params(tmp_path)  # validates every section
 
 

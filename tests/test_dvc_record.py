@@ -393,3 +393,59 @@ def test_plots_diff_of_two_experiments_lists_every_curve_and_figure(run, tmp_pat
         urls = {e["revisions"][0]: e["url"] for e in plots[image]}
         assert set(urls) == {"plots-a", "plots-b"}
         assert all(Path(u).read_bytes()[:4] == b"\x89PNG" for u in urls.values()), image
+
+
+@pytest.mark.slow
+def test_published_weights_run_through_the_same_pipeline(run, tmp_path):
+    """`-S pretrain_*.source=import -S pretrain_*.path=…`: the bilm-tf fixture ELMo and a
+    `transformers`-saved BERT with a vocabulary of its own replace the trained models; DVC
+    tracks their files, extract, a feature cell, a fine-tuning cell and the neighbours run on them
+    unchanged, and the report names the files with their sha256. (A copy of the tiny run: only
+    what the imports change reruns.)"""
+    import torch
+
+    from ctxrep.io import sha256_file
+    from ctxrep.models.elmo import Elmo
+    from tests.conftest import run_stage
+    from tests.test_published import ELMO_FIXTURE, VOCAB, save_tiny_hf_bert
+
+    if not ELMO_FIXTURE.is_dir():
+        pytest.skip(f"fixture folder {ELMO_FIXTURE} is absent")
+    repo, _, env = run
+    copy = tmp_path / "repo"
+    shutil.copytree(repo, copy, symlinks=True,
+                    ignore=lambda d, names: ["tmp"] if Path(d).name == ".dvc" else [])
+    bert = save_tiny_hf_bert(tmp_path / "tiny-bert")
+    out = _dvc(copy, "exp", "run", "-S", "profile=tiny",
+               "-S", "pretrain_bilm.source=import", "-S", f"pretrain_bilm.path={ELMO_FIXTURE}",
+               "-S", "pretrain_bert.source=import", "-S", f"pretrain_bert.path={bert}",
+               "transfer@ud_pos-elmo", "transfer@ud_pos-bert-finetune", "neighbors", env=env)
+    ran = {line.split("'")[1] for line in out.splitlines() if line.startswith("Running stage")}
+    assert {"pretrain_bilm", "pretrain_bert", "extract@bilm", "extract@bert",
+            "transfer@ud_pos-elmo", "transfer@ud_pos-bert-finetune", "neighbors"} <= ran, out
+    assert not {"tokenize", "fetch_corpus"} & ran, out
+
+    # DVC tracks the published files themselves
+    lock = yaml.safe_load((copy / "dvc.lock").read_text())["stages"]
+    assert [d["path"] for d in lock["pretrain_bilm"]["deps"]].count(str(ELMO_FIXTURE)) == 1
+    assert [d["path"] for d in lock["pretrain_bert"]["deps"]].count(str(bert)) == 1
+    # the model directories are the published models: ELMo's layers, BERT's own vocabulary
+    sentences = json.loads((ELMO_FIXTURE / "sentences.json").read_text())[0][:4]
+    imported = Elmo.from_pretrained(copy / "data/models/bilm")([s.split() for s in sentences])
+    reference = Elmo.from_pretrained((ELMO_FIXTURE / "options.json",
+                                      ELMO_FIXTURE / "lm_weights.hdf5"))([s.split() for s in sentences])
+    assert torch.equal(imported.layers, reference.layers)
+    vocab = json.loads((copy / "data/models/bert/tokenizer.json").read_text())["model"]["vocab"]
+    assert sorted(vocab, key=vocab.get) == VOCAB
+    for method in ("elmo", "bert-finetune"):
+        cell = json.loads((copy / f"metrics/transfer/ud_pos/{method}.json").read_text())
+        assert len(cell["seeds"]) == 2, cell
+    assert "Token-layer neighbours" in (copy / "reports/neighbors.md").read_text()
+
+    # the report says which weights were used and where they came from
+    run_stage(copy, "report.py", env=env)
+    report = (copy / "reports/report.md").read_text()
+    assert f"- biLM: **published weights**, imported from `{ELMO_FIXTURE}`:" in report
+    assert f"sha256 `{sha256_file(ELMO_FIXTURE / 'lm_weights.hdf5')}`" in report
+    assert f"- BERT: **published weights**, imported from `{bert}`:" in report
+    assert "## Weights" in (copy / "reports/compute.md").read_text()

@@ -23,6 +23,11 @@ def main(argv: list[str] | None = None) -> None:
     ie.add_argument("options", type=Path, help="the model's options.json")
     ie.add_argument("weights", type=Path, help="the model's *_weights.hdf5")
     ie.add_argument("out_dir", type=Path, help="the model directory to write (new, or a saved model to replace)")
+    ib = sub.add_parser("import-bert", help="a published BERT (Hugging Face directory or Hub id) as a "
+                        "model directory with its own tokenizer, as data/models/bert/ holds")
+    ib.add_argument("source", help="a Hugging Face BERT directory, or a Hub id such as "
+                    "google/bert_uncased_L-4_H-256_A-4 (needs the Hub or its local cache)")
+    ib.add_argument("out_dir", type=Path, help="the model directory to write")
     from ctxrep.data import fixture, pin
 
     pin.add_arguments(sub.add_parser("pin", help="pin the sha256 of a task's mirror files in the "
@@ -35,6 +40,18 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(pin.run(a))
     if a.command == "fixture":
         raise SystemExit(fixture.run(a))
+
+    if a.command == "import-bert":
+        from ctxrep.errors import InputError
+        from ctxrep.models.bert_import import import_bert
+
+        try:
+            out, _ = import_bert(a.source, a.out_dir)
+        except InputError as e:
+            print(f"ctxrep import-bert: {e}", file=sys.stderr)
+            raise SystemExit(2) from e
+        print(f"ctxrep import-bert: wrote {out} (with the checkpoint's own tokenizer)")
+        return
 
     if a.command == "import-elmo":
         from ctxrep.errors import InputError

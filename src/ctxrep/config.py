@@ -116,8 +116,38 @@ class LoopParams:
     compile: bool = param(doc="torch.compile the model (CUDA)")
 
 
+# What a pretraining stage builds its model from when it trains (its DVC dependency).
+TRAIN_INPUT = "data/tokenized"
+
+
 @section
-class BiLMParams(LoopParams):
+class ModelSourceParams(LoopParams):
+    """Where a pretraining stage's model comes from: ``train`` it on ``path`` (the tokenized
+    corpus), or ``import`` the published weights in the local folder ``path``
+    (:mod:`ctxrep.published`). ``path`` is the stage's DVC dependency either way. With
+    ``import``, the training and size keys are not used; the architecture is the checkpoint's."""
+
+    source: str = param(choices=("train", "import"), doc="train here, or import published weights")
+    path: str = param(doc=f"train: {TRAIN_INPUT}; import: the folder of the published files")
+
+    def check(self, section: str) -> None:
+        if self.source == "train" and self.path != TRAIN_INPUT:
+            raise ParamError(f"{section}.path", self.path,
+                             f"{TRAIN_INPUT!r} with {section}.source=train (the corpus it trains "
+                             f"on); a folder of published weights needs {section}.source=import")
+        if self.source == "import":
+            try:  # before any stage runs: a missing file is named with where it comes from
+                self.published_files()
+            except InputError as e:
+                raise ParamError(f"{section}.path", self.path, f"published weights: {e}") from e
+
+    def published_files(self) -> list[Path]:
+        """The published files in ``path`` that the import reads (``source: import``)."""
+        raise NotImplementedError
+
+
+@section
+class BiLMParams(ModelSourceParams):
     """``pretrain_bilm``: the ELMo biLM and its training."""
 
     preset: str = param(choices=("custom", "small", "medium", "original"),
@@ -136,9 +166,14 @@ class BiLMParams(LoopParams):
     n_negatives: int = param(ge=1)
     eval_sentences: int = param(ge=1, doc="held-out sentences for perplexity")
 
+    def published_files(self) -> list[Path]:
+        from ctxrep.published import elmo_files
+
+        return list(elmo_files(self.path))
+
 
 @section
-class BertParams(LoopParams):
+class BertParams(ModelSourceParams):
     """``pretrain_bert``: BERT and its MLM (+NSP) pretraining."""
 
     size: str = param(choices=("tiny", "mini", "small", "medium", "base", "custom"),
@@ -157,7 +192,13 @@ class BertParams(LoopParams):
     nsp: bool = param(doc="next-sentence prediction (False = MLM on full segments)")
     eval_instances: int = param(ge=1)
 
+    def published_files(self) -> list[Path]:
+        from ctxrep.published import bert_files
+
+        return bert_files(self.path)
+
     def check(self, section: str) -> None:
+        super().check(section)
         if self.max_seq_len > self.max_position_embeddings:
             raise ParamError(f"{section}.max_seq_len", self.max_seq_len,
                              f"<= max_position_embeddings ({self.max_position_embeddings})")

@@ -47,8 +47,11 @@ def find_occurrences(corpus: TokenizedCorpus, word: str, limit: int) -> list[Occ
 
 
 @torch.no_grad()
-def token_layer_neighbours(elmo: Elmo, word: str, k: int, candidates: int = 10000) -> list[str]:
-    vocab = [w for w in elmo.vocab[3:candidates + 3] if w.lower() != word.lower()]
+def token_layer_neighbours(elmo: Elmo, word: str, k: int, words: list[str],
+                           candidates: int = 10000) -> list[str]:
+    """The ``k`` words among the first ``candidates`` of ``words`` (a vocabulary, specials
+    first) whose token-layer vectors are closest to ``word``'s by cosine."""
+    vocab = [w for w in words[3:candidates + 3] if w.lower() != word.lower()]
     vectors = []
     for start in range(0, len(vocab), 512):
         out = elmo([[w] for w in vocab[start:start + 512]])
@@ -74,6 +77,9 @@ def neighbours_report(model_dir: Path, corpus_dir: Path, words: list[str], k: in
     """Markdown: for each word, token-layer neighbours and in-context nearest sentences."""
     elmo = Elmo.from_pretrained(model_dir)
     corpus = TokenizedCorpus(corpus_dir)
+    # Candidate neighbours: the biLM's own vocabulary; an imported (published) biLM has none,
+    # and then the corpus's word vocabulary serves (the char-CNN embeds any word).
+    vocab = elmo.vocab or corpus.word_vocab()[0]
     top = elmo.num_output_layers - 1
     lines = ["# Contextual neighbours (biLM)", "",
              f"Top layer ({top}) vs the context-free token layer; corpus sentences from "
@@ -81,7 +87,7 @@ def neighbours_report(model_dir: Path, corpus_dir: Path, words: list[str], k: in
     for word in words:
         occ = find_occurrences(corpus, word, pool)
         lines += [f"## {word}", "",
-                  f"Token-layer neighbours: {', '.join(token_layer_neighbours(elmo, word, 8))}", ""]
+                  f"Token-layer neighbours: {', '.join(token_layer_neighbours(elmo, word, 8, vocab))}", ""]
         if len(occ) < 2:
             lines += [f"(only {len(occ)} corpus sentence(s) use '{word}': no contextual view)", ""]
             continue

@@ -141,10 +141,20 @@ def task_table(inputs: ReportInputs) -> str:
     return "\n".join([table, "", *unavailable, *notes]).rstrip()
 
 
+def _imported(inputs: ReportInputs, model: str) -> dict | None:
+    """The provenance of ``model`` when its weights were imported, else None."""
+    record = inputs.weights.get(model)
+    return record if record and record["source"] == "import" else None
+
+
 def model_lines(inputs: ReportInputs) -> list[str]:
     lines = []
     bilm, bert = inputs.pretrain.get("bilm"), inputs.pretrain.get("bert")
-    if bilm is None:
+    if (record := _imported(inputs, "bilm")) is not None:
+        lines.append(f"- biLM: the published weights imported from `{record['path']}`, "
+                     f"{_int((bilm or {}).get('params'))} parameters; not trained or evaluated "
+                     f"as a language model here (the published files hold no softmax).")
+    elif bilm is None:
         lines.append("- biLM: " + _missing_file("metrics/pretrain_bilm.json"))
     else:
         lines.append(f"- biLM: {_int(bilm.get('params'))} parameters "
@@ -154,7 +164,11 @@ def model_lines(inputs: ReportInputs) -> list[str]:
                      f"{_float(bilm.get('val_ppl'))} (unigram model "
                      f"{_float(bilm.get('unigram_ppl'))}; published biLM "
                      f"{ELMO_PRETRAINING['mean_perplexity']}).")
-    if bert is None:
+    if (record := _imported(inputs, "bert")) is not None:
+        lines.append(f"- BERT: the published checkpoint imported from `{record['path']}` with its "
+                     f"own WordPiece vocabulary ({_int((bert or {}).get('vocab_size'))} entries), "
+                     f"{_int((bert or {}).get('params'))} parameters; not pretrained here.")
+    elif bert is None:
         lines.append("- BERT: " + _missing_file("metrics/pretrain_bert.json"))
     else:
         lines.append(f"- BERT: {_int(bert.get('params'))} parameters, held-out MLM loss "
@@ -182,6 +196,10 @@ def scale_section(inputs: ReportInputs) -> str:
                  f"{_int(bilm.get('params'))} parameters" if bilm else untrained)
     ours_bert = (f"ours is a {_int(bert.get('params'))}-parameter model that saw "
                  f"{_int(bert.get('train_tokens'))} tokens" if bert else untrained)
+    if (record := _imported(inputs, "bilm")) is not None:
+        ours_bilm = f"this run uses published weights (`{record['path']}`)"
+    if (record := _imported(inputs, "bert")) is not None:
+        ours_bert = f"this run uses a published checkpoint (`{record['path']}`)"
     sizes = " / ".join(f"{name} {size}" for name, size in BERT_PRETRAINING["sizes"].items())
     return "\n".join([
         "## Scale: the papers vs this run", "",
@@ -195,6 +213,25 @@ def scale_section(inputs: ReportInputs) -> str:
         "papers' own task architectures and test sets; they show the direction of each effect, "
         "not a target for these absolute scores.",
     ])
+
+
+def weights_section(inputs: ReportInputs) -> str:
+    """Which weights each model of this run has: trained here on which data, or imported from
+    which files (folder, origin URL when DVC imported them, sha256)."""
+    lines = ["## Weights", ""]
+    for model, label in (("bilm", "biLM"), ("bert", "BERT")):
+        record = inputs.weights.get(model)
+        if record is None:
+            lines.append(f"- {label}: " + _missing_file(f"reports/weights/{model}.json"))
+        elif record["source"] == "train":
+            lines.append(f"- {label}: trained by this pipeline on `{record['path']}`.")
+        else:
+            lines.append(f"- {label}: **published weights**, imported from `{record['path']}`:")
+            for f in record["files"]:
+                origin = f" from <{f['origin']}>" if f.get("origin") else " (a local file)"
+                lines.append(f"  - `{f['name']}`{origin}, {_int(f['bytes'])} bytes, "
+                             f"sha256 `{f['sha256']}`")
+    return "\n".join(lines)
 
 
 def ledger_section(inputs: ReportInputs, wall_time: bool = False) -> str:
@@ -338,12 +375,14 @@ def build_report(inputs: ReportInputs, profile: str | None = None) -> Report:
     evidence = ev.gather(inputs)
     evidence.judgements += lc.judgements(inputs)
     sections = [header, ev.claims_section(evidence, inputs), ev.baselines_section(inputs, evidence),
-                data_section(inputs), scale_section(inputs), ledger_section(inputs),
+                data_section(inputs), scale_section(inputs), weights_section(inputs),
+                ledger_section(inputs),
                 results_section(inputs), findings_section(inputs), curves_section(inputs, figures),
                 lc.section(inputs, figures), probe_section(inputs, figures),
                 mix_section(inputs, figures), loss_section(inputs, figures),
                 neighbors_section(inputs)]
-    ledger = f"# ctxrep: compute ledger\n\n{ledger_section(inputs, wall_time=True)}\n"
+    ledger = (f"# ctxrep: compute ledger\n\n{weights_section(inputs)}\n\n"
+              f"{ledger_section(inputs, wall_time=True)}\n")
     summary = summarise(inputs.transfer, ev.summary_extras(inputs, evidence))
     return Report(summary, "\n\n".join(sections) + "\n", figures, ledger)
 

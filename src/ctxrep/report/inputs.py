@@ -18,6 +18,7 @@ Paths (relative to the repo root):
     metrics/probe/<model>.json                        per-layer probe scores
     data/predictions/probe/<model>/<task>.json        per-layer probe predictions, per example
     reports/compute/<stage>.json                      wall time, data, parameters, FLOPs
+    reports/weights/<model>.json                      trained here, or imported from where
     data/raw/corpus/MANIFEST.json, data/raw/tasks/<task>/MANIFEST.json
     reports/neighbors.md                              contextual-neighbours text, verbatim
 """
@@ -33,6 +34,7 @@ from ctxrep.errors import InputError
 
 PRETRAIN_MODELS = ("bilm", "bert")
 COMPUTE_DIR = Path("reports/compute")  # written by ctxrep.stage
+WEIGHTS_DIR = Path("reports/weights")  # written by the pretraining stages (ctxrep.published)
 PROBE_MODELS = ("bilm", "bert")
 
 
@@ -290,6 +292,23 @@ def read_compute(path: Path) -> ComputeEntry | None:
                         flops=optional["flops"])
 
 
+def read_weights(path: Path) -> dict | None:
+    """``reports/weights/<model>.json``: ``source`` train (with the corpus ``path``) or import
+    (with the folder ``path`` and each file's ``name``, ``bytes``, ``sha256``, ``origin``)."""
+    data = read_json(path)
+    if data is None:
+        return None
+    require(data, path, "model", "source", "path")
+    if data["source"] not in ("train", "import"):
+        raise ReportInputError(path, f"source {data['source']!r}: expected 'train' or 'import'")
+    if data["source"] == "import":
+        require(data, path, "files")
+        for i, f in enumerate(data["files"]):
+            if not isinstance(f, dict) or not {"name", "bytes", "sha256"} <= set(f):
+                raise ReportInputError(path, f"files[{i}]: expected name, bytes and sha256")
+    return data
+
+
 def ledger_stages(tasks: list[str], methods: list[str],
                   curve: dict | None = None) -> list[tuple[str, str]]:
     """(stage, ledger row) of every stage in the compute ledger, in pipeline order; a method's
@@ -319,6 +338,7 @@ class ReportInputs:
     task_manifests: dict[str, dict | None]
     neighbors: str | None
     compute: dict[str, ComputeEntry] = field(default_factory=dict)   # stage -> its cost
+    weights: dict[str, dict | None] = field(default_factory=dict)  # model -> reports/weights
     baselines: dict[str, dict] = field(default_factory=dict)         # task -> baselines record
     predictions: dict = field(default_factory=dict)   # task -> method -> [Predictions per seed]
     learning_curves: dict = field(default_factory=dict)  # task -> method -> [CurvePoint]
@@ -365,6 +385,7 @@ def load_inputs(root: Path | str, tasks: list[str], methods: list[str],
         neighbors=neighbors.read_text() if neighbors.exists() else None,
         compute={name: entry for name, _ in ledger_stages(tasks, methods, curve)
                  if (entry := read_compute(root / COMPUTE_DIR / f"{name}.json")) is not None},
+        weights={m: read_weights(root / WEIGHTS_DIR / f"{m}.json") for m in PRETRAIN_MODELS},
         baselines=baselines,
         predictions=read_prediction_grid(root, transfer, baselines),
         learning_curves=read_learning_curves(root, list(curve["tasks"]), list(curve["methods"]))

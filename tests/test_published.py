@@ -1,0 +1,208 @@
+"""Published weights as a model source: BERT import with the checkpoint's own tokenizer, Hub ids
+offline, the params that choose the source, the failure that names missing files, provenance.
+
+The Hub is not reachable here: a randomly initialised ``transformers`` BERT with a small cased
+WordPiece vocabulary of its own, saved with ``save_pretrained``, stands in for a published one.
+The end-to-end run of the pipeline on imported weights is in ``test_dvc_record.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from ctxrep import config
+from tests.conftest import REPO, run_stage, scratch_repo
+
+ELMO_FIXTURE = REPO.parent / "shared" / "fixtures" / "elmo-allennlp"
+# Cased, and unlike the corpus tokenizer's vocabulary: "I" and "Know" exist, "i" does not.
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "I", "do", "n", "'", "t", "Know", "know",
+         ".", "the", "bank", "##s", "river", "EU", "rejects", "German", "Peter", "Black",
+         "##burn", "a", "film", "game"]
+
+
+def save_tiny_hf_bert(path: Path, seed: int = 0) -> Path:
+    """A `transformers` BertModel + BertTokenizerFast directory, as a Hub download looks."""
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    torch.manual_seed(seed)
+    model = BertModel(BertConfig(vocab_size=len(VOCAB), hidden_size=32, num_hidden_layers=2,
+                                 num_attention_heads=2, intermediate_size=64,
+                                 max_position_embeddings=128))
+    model.save_pretrained(path)
+    BertTokenizerFast(vocab={w: i for i, w in enumerate(VOCAB)},
+                      do_lower_case=False).save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def hf_bert(tmp_path_factory) -> Path:
+    return save_tiny_hf_bert(tmp_path_factory.mktemp("published") / "tiny-bert")
+
+
+def test_imported_bert_tokenizes_with_its_own_vocabulary_and_computes_what_hf_computes(
+        hf_bert, tmp_path, capsys):
+    from transformers import AutoTokenizer, BertModel
+
+    from ctxrep.cli import main
+    from ctxrep.transfer.extract import BertFeaturizer
+    from ctxrep.transfer.finetune import load_tokenizer
+
+    main(["import-bert", str(hf_bert), str(tmp_path / "bert")])
+    assert "with the checkpoint's own tokenizer" in capsys.readouterr().out
+    out = tmp_path / "bert"
+    source_tok = AutoTokenizer.from_pretrained(str(hf_bert))
+    words = [["I", "Know", "the", "banks", "."], ["Peter", "Blackburn", "rejects", "a", "film"]]
+    # fine-tuning's tokenizer: the checkpoint's ids, case kept ("I" is 5; a lowercasing
+    # tokenizer, such as the corpus's, would give "i" → [UNK])
+    ids = load_tokenizer(out).encode(words[0], is_pretokenized=True).ids
+    assert ids == source_tok(words[0], is_split_into_words=True)["input_ids"]
+    assert ids[1:3] == [VOCAB.index("I"), VOCAB.index("Know")]
+    # extract's featurizer: per word, the first sub-word's vectors of every layer, as HF computes
+    featurize = BertFeaturizer(out, "cpu", "first", 64)
+    feats = featurize(words)
+    hf = BertModel.from_pretrained(str(hf_bert)).eval()
+    enc = source_tok(words, is_split_into_words=True, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        hidden = torch.stack(hf(**enc, output_hidden_states=True).hidden_states, 1)
+    for i, sentence in enumerate(words):
+        word_ids = enc.word_ids(i)
+        first = [word_ids.index(w) for w in range(len(sentence))]
+        assert feats[i].shape == (3, len(sentence), 32)
+        assert torch.allclose(torch.from_numpy(feats[i]), hidden[i][:, first], atol=1e-5)
+    # the same files give the same bytes (DVC caches the import)
+    from ctxrep.models.bert_import import import_bert
+
+    import_bert(hf_bert, tmp_path / "again")
+    for f in out.iterdir():
+        assert (tmp_path / "again" / f.name).read_bytes() == f.read_bytes(), f.name
+
+
+def test_a_hub_id_the_hub_cannot_serve_fails_saying_how_to_provide_it(tmp_path, monkeypatch,
+                                                                      capsys):
+    from ctxrep.cli import main
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        main(["import-bert", "google/bert_uncased_L-4_H-256_A-4", str(tmp_path / "out")])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    for needed in ("google/bert_uncased_L-4_H-256_A-4: not a local directory",
+                   "https://huggingface.co/google/bert_uncased_L-4_H-256_A-4",
+                   "hf download google/bert_uncased_L-4_H-256_A-4 --local-dir DIR"):
+        assert needed in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def _params(tmp_path: Path, profile: str, overrides: list[str]) -> dict:
+    config.compose(profile, overrides, root=REPO, out=tmp_path / "params.yaml")
+    return config.read_params(tmp_path)
+
+
+def test_source_params_are_checked_before_any_stage_runs(tmp_path, hf_bert):
+    params = _params(tmp_path, "default", [])
+    assert config.load_section("pretrain_bilm", params).source == "train"
+    with pytest.raises(config.ParamError, match="pretrain_bert.path.*'data/tokenized' with "
+                                                 "pretrain_bert.source=train"):
+        _params(tmp_path, "default", [f"pretrain_bert.path={hf_bert}"])
+    params = _params(tmp_path, "default", ["pretrain_bert.source=import",
+                                           f"pretrain_bert.path={hf_bert}"])
+    assert config.load_section("pretrain_bert", params).published_files()[0].name == "config.json"
+    (hf_bert.parent / "no-vocab").mkdir()
+    for name in ("config.json", "model.safetensors"):
+        (hf_bert.parent / "no-vocab" / name).write_bytes((hf_bert / name).read_bytes())
+    with pytest.raises(config.ParamError, match=r"has no tokenizer.json or vocab.txt \(the "
+                                                r"checkpoint's own WordPiece vocabulary\)"):
+        _params(tmp_path, "default", ["pretrain_bert.source=import",
+                                      f"pretrain_bert.path={hf_bert.parent / 'no-vocab'}"])
+
+
+def test_a_missing_bert_folder_names_the_hub_id_it_comes_from(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(config.ParamError) as err:
+        _params(tmp_path, "default", ["pretrain_bert.source=import",
+                                      "pretrain_bert.path=published/bert_uncased_L-4_H-256_A-4"])
+    for needed in ("published/bert_uncased_L-4_H-256_A-4 does not exist",
+                   "https://huggingface.co/google/bert_uncased_L-4_H-256_A-4",
+                   "ctxrep import-bert google/bert_uncased_L-4_H-256_A-4 DIR",
+                   "pretrain_bert.path=DIR"):
+        assert needed in str(err.value), err.value
+
+
+def test_missing_elmo_weights_name_the_file_its_url_and_how_to_provide_it(tmp_path):
+    folder = tmp_path / "2x1024_128_2048cnn_1xhighway"
+    folder.mkdir()
+    (folder / "elmo_2x1024_128_2048cnn_1xhighway_options.json").write_text("{}")
+    with pytest.raises(config.ParamError) as err:
+        _params(tmp_path, "default", ["pretrain_bilm.source=import",
+                                      f"pretrain_bilm.path={folder}"])
+    message = str(err.value)
+    url = ("https://s3-us-west-2.amazonaws.com/allennlp/models/elmo/2x1024_128_2048cnn_1xhighway/"
+           "elmo_2x1024_128_2048cnn_1xhighway_weights.hdf5")
+    for needed in (f"{folder} has no file matching *weights.hdf5", url,
+                   f"`dvc import-url <url> {folder}/`", f"pretrain_bilm.path={folder}",
+                   "pretrain_bilm.source=train"):
+        assert needed in message, message
+
+
+def test_without_the_weights_the_published_profile_stops_and_nothing_trains(tmp_path):
+    """published-cpu names folders this machine lacks: the stage exits 2 naming the folder and
+    the URL, before any work; it never trains instead."""
+    repo = scratch_repo(tmp_path, "published-cpu")
+    proc = run_stage(repo, "pretrain_bilm.py", check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert "published/2x1024_128_2048cnn_1xhighway does not exist" in proc.stderr
+    assert "allennlp/models/elmo/2x1024_128_2048cnn_1xhighway/" in proc.stderr
+    assert not (repo / "data").exists() and not (repo / "metrics").exists()
+
+
+def test_provenance_names_the_url_dvc_imported_a_file_from(tmp_path):
+    from ctxrep.io import sha256_file
+    from ctxrep.published import provenance
+
+    folder = tmp_path / "elmo"
+    folder.mkdir()
+    (folder / "w_weights.hdf5").write_bytes(b"weights")
+    (folder / "w_options.json").write_text("{}")
+    url = "https://example.org/elmo/w_weights.hdf5"
+    (folder / "w_weights.hdf5.dvc").write_text(
+        f"md5: 0\nfrozen: true\ndeps:\n- path: {url}\nouts:\n- path: w_weights.hdf5\n")
+    record = provenance("bilm", folder, [folder / "w_options.json", folder / "w_weights.hdf5"])
+    assert record["files"] == [
+        {"name": "w_options.json", "bytes": 2, "sha256": sha256_file(folder / "w_options.json"),
+         "origin": None},
+        {"name": "w_weights.hdf5", "bytes": 7, "sha256": sha256_file(folder / "w_weights.hdf5"),
+         "origin": url}]
+
+
+def test_the_report_says_which_weights_were_used_and_where_from(tmp_path):
+    from ctxrep.report.build import model_lines, weights_section
+    from ctxrep.report.inputs import ReportInputError, load_inputs
+
+    weights = tmp_path / "reports/weights"
+    weights.mkdir(parents=True)
+    (weights / "bilm.json").write_text(json.dumps({
+        "model": "bilm", "source": "import", "path": "published/elmo",
+        "files": [{"name": "e_weights.hdf5", "bytes": 1234, "sha256": "ab" * 32,
+                   "origin": "https://example.org/e_weights.hdf5"}]}))
+    (weights / "bert.json").write_text(json.dumps({"model": "bert", "source": "train",
+                                                   "path": "data/tokenized"}))
+    (tmp_path / "metrics").mkdir()
+    (tmp_path / "metrics/pretrain_bilm.json").write_text(json.dumps({"params": 4321}))
+    inputs = load_inputs(tmp_path, [], [])
+    text = weights_section(inputs)
+    assert ("- biLM: **published weights**, imported from `published/elmo`:\n"
+            "  - `e_weights.hdf5` from <https://example.org/e_weights.hdf5>, 1,234 bytes, "
+            f"sha256 `{'ab' * 32}`") in text
+    assert "- BERT: trained by this pipeline on `data/tokenized`." in text
+    assert model_lines(inputs)[0].startswith("- biLM: the published weights imported from "
+                                             "`published/elmo`, 4,321 parameters")
+    (weights / "bert.json").write_text(json.dumps({"model": "bert", "source": "import",
+                                                   "path": "x", "files": [{"name": "a"}]}))
+    with pytest.raises(ReportInputError, match="files\\[0\\]: expected name, bytes and sha256"):
+        load_inputs(tmp_path, [], [])
