@@ -27,6 +27,7 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
+from ctxrep.analysis.bootstrap import Interval
 from ctxrep.io import atomic_file
 from ctxrep.report import plots
 from ctxrep.report.tables import markdown_table
@@ -87,10 +88,8 @@ def figure(points: dict[str, list[SweepPoint]], better: str, worse: str) -> Figu
         return None
     fig, (ax,) = plots.new_figure(1, extra_width=1.4)
     for task, pts in points.items():
-        xs = [p.tokens for p in pts]
-        ys = [100 * p.delta for p in pts]
-        err = [[100 * (p.delta - p.low) for p in pts], [100 * (p.high - p.delta) for p in pts]]
-        ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, linewidth=1, label=task)
+        plots.interval_line(ax, [p.tokens for p in pts],
+                            [Interval(p.delta, p.low, p.high) for p in pts], 100.0, label=task)
     ax.axhline(0.0, color="black", linewidth=0.8)
     ax.set_xscale("log")
     ax.set(title=f"{better} − {worse} vs pretraining", xlabel="pretraining tokens",

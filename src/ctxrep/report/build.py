@@ -373,12 +373,13 @@ def build_report(inputs: ReportInputs, profile: str | None = None) -> Report:
     if profile:
         header += f"\n\nParams profile: `{profile}`."
     evidence = ev.gather(inputs)
-    evidence.judgements += lc.judgements(inputs)
+    curves = lc.gather(inputs, evidence)
+    evidence.judgements += lc.judgements(curves, inputs.curve.get("methods", []))
     sections = [header, ev.claims_section(evidence, inputs), ev.baselines_section(inputs, evidence),
                 data_section(inputs), scale_section(inputs), weights_section(inputs),
                 ledger_section(inputs),
                 results_section(inputs), findings_section(inputs), curves_section(inputs, figures),
-                lc.section(inputs, figures), probe_section(inputs, figures),
+                lc.section(inputs, curves, figures), probe_section(inputs, figures),
                 mix_section(inputs, figures), loss_section(inputs, figures),
                 neighbors_section(inputs)]
     ledger = (f"# ctxrep: compute ledger\n\n{weights_section(inputs)}\n\n"

@@ -78,7 +78,8 @@ def _pct(value: float, scale: float) -> str:
     return f"{value * scale:.1f}"
 
 
-def _ci(interval: Interval | None, scale: float) -> str:
+def format_ci(interval: Interval | None, scale: float) -> str:
+    """"[low, high]" in percent (``scale`` 100) or as is; — without an interval."""
     return MISSING if interval is None else \
         f"[{_pct(interval.low, scale)}, {_pct(interval.high, scale)}]"
 
@@ -115,7 +116,7 @@ def baselines_section(inputs: ReportInputs, evidence: Evidence) -> str:
             if name in record.get("baselines", {}):
                 scores = record["baselines"][name]
                 rows.append([f"baseline: {name}", _pct(scores[record["primary"]], scale), "—",
-                             _ci(intervals.get(name), scale),
+                             format_ci(intervals.get(name), scale),
                              _others(scores, record["primary"], scale), ""])
         ordered = sorted((m for m in cells if m not in CONTROLS), key=lambda m: -cells[m].mean)
         ordered += [m for m in CONTROLS if m in cells]
@@ -123,7 +124,7 @@ def baselines_section(inputs: ReportInputs, evidence: Evidence) -> str:
             cell = cells[method]
             flag = "⚠ degenerate" if any(cell.degenerate) else ""
             rows.append([method, f"{_pct(cell.mean, scale)} ± {_pct(cell.std, scale)}",
-                         str(cell.n_seeds), _ci(intervals.get(method), scale),
+                         str(cell.n_seeds), format_ci(intervals.get(method), scale),
                          _others(cell.others, cell.primary, scale), flag])
         parts += ["", f"### {task} ({metric[1] if metric else MISSING})", "",
                   markdown_table(["method", "score", "seeds", "95 % CI", "other metrics", ""],
@@ -146,7 +147,7 @@ def claims_section(evidence: Evidence, inputs: ReportInputs) -> str:
         scale = percent_scale(metric[0]) if metric else 100.0
         rows.append([j.claim.statement, j.claim.source, j.task,
                      f"{j.claim.better} − {j.claim.worse}",
-                     f"{j.difference.estimate * scale:+.1f}", _ci(j.difference, scale),
+                     f"{j.difference.estimate * scale:+.1f}", format_ci(j.difference, scale),
                      f"**{j.verdict}**"])
     counts = {v: sum(j.verdict == v for j in evidence.judgements)
               for v in ("reproduced", "contradicted", "inconclusive")}

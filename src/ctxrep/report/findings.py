@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ctxrep.analysis.claims import FIRST_LAYER, LAYER_CLAIMS
 from ctxrep.report.inputs import TransferResult
 from ctxrep.report.tables import percent_scale
 
@@ -107,12 +108,12 @@ def pretraining_findings(pretrain: dict[str, dict | None]) -> list[Finding]:
     return findings
 
 
-# ELMo §5.3 (seed 004, section 4.5): POS is best predicted from the first biLSTM layer, word
-# sense from the top one.
-PROBE_CLAIMS = (
-    ("ud_pos", "first", "ELMo §5.3: part-of-speech is best predicted from the first biLSTM layer"),
-    ("wic", "top", "ELMo §5.3: word sense is best predicted from the top biLSTM layer"),
-)
+# ELMo §5.3's layer claims, as the claims table states them (analysis.claims.LAYER_CLAIMS):
+# (task, the layer expected to win, statement). Used only when the probes saved no predictions.
+PROBE_CLAIMS = tuple(
+    (task, "first" if claim.better == FIRST_LAYER else "top",
+     f"{claim.source.split(' (')[0]}: {claim.statement}")
+    for claim in LAYER_CLAIMS for task in claim.tasks)
 VERDICTS = {"first": "the first layer is better", "top": "the top layer is better",
             "neither": "they tie"}
 

@@ -16,78 +16,81 @@ as one contrast of four runs on the same evaluation examples
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
+import numpy as np
 from matplotlib.figure import Figure
 
 from ctxrep.analysis.bootstrap import STATISTIC, Interval, bootstrap_mean, contrast, example_stats
 from ctxrep.analysis.claims import Claim, Judgement, verdict
 from ctxrep.report import plots
-from ctxrep.report.inputs import CurvePoint, ReportInputs
+from ctxrep.report.evidence import Evidence, format_ci, task_metric
+from ctxrep.report.inputs import ReportInputs
 from ctxrep.report.tables import markdown_table, percent_scale
 
 SOURCE = "ELMo §5.4, Fig. 1 (seed 004)"
 FIGURE = "learning_curves.png"
 
 
-def points(inputs: ReportInputs, task: str, method: str) -> list[CurvePoint]:
-    """The method's points on ``task``, fewest training examples first; the grid cell last."""
-    out = list(inputs.learning_curves.get(task, {}).get(method, []))
-    cell = inputs.transfer.get(task, {}).get(method)
-    full = inputs.predictions.get(task, {}).get(method)
-    if cell is not None and full and cell.train_examples:
-        out.append(CurvePoint(cell.train_examples, full))
-    return sorted(out, key=lambda p: p.train_examples)
+@dataclass
+class Point:
+    train_examples: int
+    runs: list[np.ndarray]      # per seed: per-example statistics (analysis.bootstrap)
+    interval: Interval          # seed-mean metric with its 95 % CI
 
 
-def _statistic(inputs: ReportInputs, task: str) -> tuple[str, float] | None:
-    """(bootstrap statistic, percent scale) of the task's primary metric."""
-    for cell in inputs.transfer.get(task, {}).values():
-        statistic = STATISTIC.get((cell.metric, cell.primary))
-        return (statistic, percent_scale(cell.metric)) if statistic else None
-    return None
+@dataclass
+class Curves:
+    """Per task: the bootstrap statistic, the percent scale of its metric, and each method's
+    points, fewest training examples first (the grid's cell last)."""
+    statistic: dict[str, str] = field(default_factory=dict)
+    scale: dict[str, float] = field(default_factory=dict)
+    points: dict[str, dict[str, list[Point]]] = field(default_factory=dict)
 
 
-def _stats(statistic: str, point: CurvePoint) -> list:
-    return [example_stats(statistic, p.predictions, p.references) for p in point.predictions]
-
-
-def curve_intervals(inputs: ReportInputs) -> dict[str, dict[str, list[tuple[int, Interval]]]]:
-    """task -> method -> [(training examples, seed-mean metric with CI)]."""
-    out: dict = {}
-    for task in inputs.learning_curves:
-        found = _statistic(inputs, task)
-        if found is None:
+def gather(inputs: ReportInputs, evidence: Evidence) -> Curves:
+    """Every curve point's statistics and CI, computed once; the whole-data point is the grid
+    cell's, taken from ``evidence``."""
+    curves = Curves()
+    for task, by_method in inputs.learning_curves.items():
+        metric = task_metric(inputs, task)
+        statistic = STATISTIC.get(metric) if metric else None
+        if statistic is None:
             continue
         for method in inputs.curve.get("methods", []):
-            pts = points(inputs, task, method)
+            pts = []
+            for cp in by_method.get(method, []):
+                runs = [example_stats(statistic, p.predictions, p.references)
+                        for p in cp.predictions]
+                pts.append(Point(cp.train_examples, runs, bootstrap_mean(statistic, runs)))
+            cell = inputs.transfer.get(task, {}).get(method)
+            full = evidence.runs.get(task, {}).get(method)
+            if cell is not None and cell.train_examples and full:
+                pts.append(Point(cell.train_examples, full, evidence.intervals[task][method]))
             if pts:
-                out.setdefault(task, {})[method] = [
-                    (p.train_examples, bootstrap_mean(found[0], _stats(found[0], p)))
-                    for p in pts]
-    return out
+                curves.points.setdefault(task, {})[method] = sorted(
+                    pts, key=lambda p: p.train_examples)
+        if task in curves.points:
+            curves.statistic[task], curves.scale[task] = statistic, percent_scale(metric[0])
+    return curves
 
 
-def judgements(inputs: ReportInputs) -> list[Judgement]:
-    """The sample-efficiency claim on each task where both methods have their smallest-fraction
-    and whole-data points on the same examples."""
-    methods = inputs.curve.get("methods", [])
+def judgements(curves: Curves, methods: list[str]) -> list[Judgement]:
+    """The sample-efficiency claim (``methods[1]`` over ``methods[0]``) on each task where both
+    have their smallest-fraction and whole-data points on the same numbers of examples."""
     if len(methods) < 2:
         return []
     base, ctx = methods[0], methods[1]
     out = []
-    for task in inputs.learning_curves:
-        found = _statistic(inputs, task)
-        b, c = points(inputs, task, base), points(inputs, task, ctx)
-        if found is None or len(b) < 2 or len(c) < 2:
+    for task, by_method in curves.points.items():
+        b, c = by_method.get(base, []), by_method.get(ctx, [])
+        if len(b) < 2 or len(c) < 2:
             continue
-        if (b[0].train_examples, b[-1].train_examples) != (c[0].train_examples,
-                                                           c[-1].train_examples):
-            continue
-        statistic = found[0]
         small, full = b[0].train_examples, b[-1].train_examples
-        difference = contrast(statistic, [(1.0, _stats(statistic, c[0])),
-                                          (-1.0, _stats(statistic, b[0])),
-                                          (-1.0, _stats(statistic, c[-1])),
-                                          (1.0, _stats(statistic, b[-1]))])
+        if (small, full) != (c[0].train_examples, c[-1].train_examples):
+            continue
+        difference = contrast(curves.statistic[task], [(1.0, c[0].runs), (-1.0, b[0].runs),
+                                                       (-1.0, c[-1].runs), (1.0, b[-1].runs)])
         claim = Claim(f"({ctx} − {base}) @ {small} ex.", f"({ctx} − {base}) @ {full} ex.",
                       f"the gain of {ctx} over {base} is larger with little task data "
                       f"(sample efficiency)", SOURCE)
@@ -96,21 +99,17 @@ def judgements(inputs: ReportInputs) -> list[Judgement]:
 
 
 @plots.default_style
-def figure(intervals: dict, scales: dict[str, float]) -> Figure | None:
+def figure(curves: Curves) -> Figure | None:
     """One panel per task: metric (%) against training examples (log x), CI bars, a line per
     method."""
-    tasks = sorted(intervals)
+    tasks = sorted(curves.points)
     if not tasks:
         return None
     fig, axes = plots.new_figure(len(tasks), extra_width=1.4)
     for ax, task in zip(axes, tasks):
-        scale = scales[task]
-        for method, pts in intervals[task].items():
-            xs = [n for n, _ in pts]
-            ys = [i.estimate * scale for _, i in pts]
-            err = [[(i.estimate - i.low) * scale for _, i in pts],
-                   [(i.high - i.estimate) * scale for _, i in pts]]
-            ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, linewidth=1, label=method)
+        for method, pts in curves.points[task].items():
+            plots.interval_line(ax, [p.train_examples for p in pts], [p.interval for p in pts],
+                                curves.scale[task], label=method)
         ax.set_xscale("log")
         ax.set(title=task, xlabel="training examples", ylabel="score (%)")
         ax.grid(alpha=0.3)
@@ -118,30 +117,26 @@ def figure(intervals: dict, scales: dict[str, float]) -> Figure | None:
     return fig
 
 
-def section(inputs: ReportInputs, figures: dict) -> str:
+def section(inputs: ReportInputs, curves: Curves, figures: dict) -> str:
     parts = ["## Sample efficiency (learning curves)", "",
              "Each method retrained on nested fractions of the training examples (the dev and "
              "evaluation examples unchanged); the largest point is the grid's cell. Scores are "
              "seed means with 95 % bootstrap CIs. The claim row in the claims table compares "
              "the gain at the smallest fraction with the gain on all the data."]
-    intervals = curve_intervals(inputs)
-    if not intervals:
+    if not curves.points:
         if not inputs.curve.get("tasks"):
             return "\n".join(parts + ["", "_Not run: `learning_curve.tasks` is empty in this "
                                           "profile._"])
         return "\n".join(parts + ["", "_Not run yet: the learning_curve stages' outputs, or "
                                       "the grid cells they extend, are missing._"])
-    scales = {t: _statistic(inputs, t)[1] for t in intervals}
-    rows = []
-    for task in sorted(intervals):
-        for method, pts in intervals[task].items():
-            for n, i in pts:
-                s = scales[task]
-                rows.append([task, method, f"{n:,}", f"{i.estimate * s:.1f}",
-                             f"[{i.low * s:.1f}, {i.high * s:.1f}]"])
+    rows = [[task, method, f"{p.train_examples:,}",
+             f"{p.interval.estimate * curves.scale[task]:.1f}",
+             format_ci(p.interval, curves.scale[task])]
+            for task in sorted(curves.points)
+            for method, pts in curves.points[task].items() for p in pts]
     parts += ["", markdown_table(["task", "method", "training examples", "score", "95 % CI"],
                                  rows)]
-    fig = figure(intervals, scales)
+    fig = figure(curves)
     if fig is not None:
         figures[FIGURE] = fig
         parts += ["", f"![learning curves](figures/{FIGURE})"]

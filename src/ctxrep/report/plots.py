@@ -44,6 +44,15 @@ def new_figure(n_panels: int, extra_width: float = 0.0) -> tuple[Figure, list]:
     return fig, [fig.add_subplot(1, n_panels, i + 1) for i in range(n_panels)]
 
 
+def interval_line(ax, xs: list, intervals: list, scale: float = 1.0, label: str | None = None):
+    """One line of point estimates with asymmetric error bars from their CIs (``Interval``-like:
+    ``estimate``, ``low``, ``high``), all multiplied by ``scale``."""
+    ys = [i.estimate * scale for i in intervals]
+    err = [[(i.estimate - i.low) * scale for i in intervals],
+           [(i.high - i.estimate) * scale for i in intervals]]
+    ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, linewidth=1, label=label)
+
+
 @default_style
 def png_bytes(fig: Figure) -> bytes:
     buffer = io.BytesIO()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import random
 from bisect import bisect_right
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -65,7 +66,7 @@ class FeatureTaskObjective(SelectsOnDev):
     ``vectors`` (word vectors) is None when the method does not read it."""
 
     def __init__(self, model, kind: str, store: FeatureStore | None, splits: dict,
-                 eval_split: str, metric: str, p, seed: int, train_idx: list[int],
+                 eval_split: str, metric: str | Sequence[str], p, seed: int, train_idx: list[int],
                  dev_idx: list[int], patience: int, vectors: WordVectors | None = None):
         self.model, self.kind, self.p, self.seed, self.metric = model, kind, p, seed, metric
         self.splits, self.eval_split = splits, eval_split
@@ -226,7 +227,7 @@ class FeatureTaskObjective(SelectsOnDev):
         return score(self.kind, self.metric, self.dev_set, self.predict("train", self.dev_idx))
 
 
-def run_feature_transfer(kind: str, metric: str, method: str, store: FeatureStore | None,
+def run_feature_transfer(kind: str, metric: str | Sequence[str], method: str, store: FeatureStore | None,
                          splits: dict, eval_split: str, n_labels: int, p, seed: int,
                          ckpt_dir: Path, train_idx: list[int], dev_idx: list[int], patience: int,
                          run=None, vectors: WordVectors | None = None) -> dict:

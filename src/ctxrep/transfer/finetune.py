@@ -20,6 +20,7 @@ import logging
 import math
 import shutil
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -142,7 +143,7 @@ class FinetuneObjective(SelectsOnDev):
     batches, the task's loss, and the dev split's scores, which select the best epoch."""
 
     def __init__(self, model: FinetuneModel, task: TaskFormat, train_features: list[Feature],
-                 dev_features: list[Feature], dev_set, kind: str, metric: str, batch_size: int,
+                 dev_features: list[Feature], dev_set, kind: str, metric: str | Sequence[str], batch_size: int,
                  seed: int, pad_id: int, device: torch.device, patience: int):
         self.model, self.task = model, task
         self.train_features, self.dev_features, self.dev_set = train_features, dev_features, dev_set
@@ -184,7 +185,7 @@ def remove_checkpoints(ckpt_dir: Path) -> None:
         ckpt_dir.rmdir()
 
 
-def run_finetune(kind: str, metric: str, splits: dict, eval_split: str, model_dir: Path,
+def run_finetune(kind: str, metric: str | Sequence[str], splits: dict, eval_split: str, model_dir: Path,
                  pretrained: bool, p: FinetuneTransferParams, seed: int, ckpt_dir: Path,
                  train_idx: list[int], dev_idx: list[int], patience: int,
                  run=None, device=None) -> dict:
