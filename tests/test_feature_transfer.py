@@ -10,7 +10,8 @@ from ctxrep.data import schemas
 from ctxrep.models.word_vectors import WordVectors
 from ctxrep.transfer.feature_models import WordFeatures
 from ctxrep.transfer.feature_train import build_model, run_feature_transfer
-from ctxrep.transfer.features import FIELDS, FeatureStore, FieldWriter, task_words
+from ctxrep.transfer.features import FeatureStore, FieldWriter, task_words
+from ctxrep.transfer.kinds import FIELDS
 
 N_LAYERS, DIM, VEC_DIM = 3, 8, 4
 

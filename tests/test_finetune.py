@@ -20,7 +20,8 @@ from ctxrep.transfer.finetune import (
     load_tokenizer,
     run_finetune,
 )
-from ctxrep.transfer.finetune_tasks import SpanQA, Tagging, best_span, context_windows
+from ctxrep.transfer.finetune_tasks import SpanQA, Tagging, context_windows
+from ctxrep.transfer.kinds import best_span
 
 # ---------------------------------------------------------------------------------------------
 # Tiny task data (canonical schemas)

@@ -11,7 +11,8 @@ from datasets import ClassLabel, Dataset, DatasetDict, Features, List, Value
 from ctxrep.config import ParamError, defaults
 from ctxrep.metrics import compute
 from ctxrep.transfer.features import FeatureStore, FieldWriter, examples_fingerprint
-from ctxrep.transfer.probe import pair_vector, probe_model, target_word_index
+from ctxrep.transfer.kinds import target_word
+from ctxrep.transfer.probe import pair_vector, probe_model
 
 N_LAYERS, DIM, N_TAGS = 3, 16, 4
 SIGNAL_LAYER = 1
@@ -149,11 +150,11 @@ def test_features_out_of_sync_with_data_set_name_the_store(tmp_path):
         probe_model("toy", tmp_path, lambda task: truncated, PARAMS, tasks=("ud_pos",))
 
 
-def test_target_word_index_and_pair_vector():
-    assert target_word_index("the river bank", 10) == 2
-    assert target_word_index("the river bank", 4) == 1
+def test_target_word_and_pair_vector():
+    assert target_word("the river bank", 10) == 2
+    assert target_word("the river bank", 4) == 1
     with pytest.raises(ValueError):
-        target_word_index("the river", 3)       # the space between words
+        target_word("the river", 3)       # the space between words
     u, v = np.array([1.0, -2.0]), np.array([3.0, 1.0])
     assert pair_vector(u, v).tolist() == [1, -2, 3, 1, 2, 3, 3, -2]
 

@@ -31,8 +31,9 @@ from ctxrep.models.word_vectors import WordVectors
 from ctxrep.pretraining.loop import run_key
 from ctxrep.transfer.data import TaskUnavailable, load_task, spec, task_dir
 from ctxrep.transfer.feature_train import run_feature_transfer
-from ctxrep.transfer.features import FIELDS, FeatureStore, task_words
+from ctxrep.transfer.features import FeatureStore, task_words
 from ctxrep.transfer.finetune import run_finetune
+from ctxrep.transfer.kinds import FIELDS, is_degenerate, n_labels
 from ctxrep.transfer.scoring import primary_key, readable, references
 from ctxrep.transfer.selection import nested_subset, train_dev_indices
 
@@ -67,16 +68,6 @@ def input_paths(task: str, method: str) -> list[Path]:
     features = config.FEATURES_OF[method]
     return ([FEATURES / features / task] if features is not None else []) + (
         [WORD_VECTORS] if method in config.READS_WORD_VECTORS else [])
-
-
-def is_degenerate(kind: str, predictions: list) -> bool:
-    """One label (or one score) for every example (or every word): the model learned only the
-    prior."""
-    if kind in ("classification", "pair_classification", "word_in_context", "regression"):
-        return len(set(predictions)) <= 1
-    if kind == "tagging":
-        return len({t for tags in predictions for t in tags}) <= 1
-    return False
 
 
 def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None,
@@ -123,11 +114,8 @@ def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None,
                          "train_fraction": train_fraction})
               if run is not None else contextlib.nullcontext()) as seed_run:
             if method in config.FEATURE_METHODS:
-                train = splits["train"]
-                n_labels = (train.features["tags"].feature.num_classes if kind == "tagging"
-                            else getattr(train.features.get("label"), "num_classes", 0))
                 result = run_feature_transfer(kind, task_spec.metrics, method, store, splits,
-                                              eval_split, n_labels, p, seed, ckpt, train_idx,
+                                              eval_split, n_labels(kind, splits["train"]), p, seed, ckpt, train_idx,
                                               dev_idx, common.patience, seed_run, vectors)
             else:
                 result = run_finetune(kind, task_spec.metrics, splits, eval_split, BERT_MODEL,

@@ -15,7 +15,8 @@ import numpy as np
 import torch
 
 from ctxrep.models.bert import count_parameters, flops_per_token
-from ctxrep.transfer.features import FIELDS, FieldWriter, examples_fingerprint, task_words
+from ctxrep.transfer.features import FieldWriter, examples_fingerprint, task_words
+from ctxrep.transfer.kinds import FIELDS
 
 log = logging.getLogger(__name__)
 

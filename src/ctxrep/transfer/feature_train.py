@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import random
-from bisect import bisect_right
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -25,18 +24,12 @@ from torch.nn import functional as F
 from ctxrep.models.word_vectors import WordVectors
 from ctxrep.pretraining.loop import Checkpoints, LoopConfig, train
 from ctxrep.transfer import feature_models as M
-from ctxrep.transfer.features import FIELDS, FeatureStore, task_words, words_with_spans
+from ctxrep.transfer.features import FeatureStore, task_words
+from ctxrep.transfer.kinds import FIELDS, answer_words, best_span, target_word
 from ctxrep.transfer.scoring import primary_key, score
 from ctxrep.transfer.selection import BestOnDev, SelectsOnDev, epoch_losses
 
 MAX_ANSWER_WORDS = 30
-
-
-def word_at(spans: list[tuple[int, int]], char: int) -> int:
-    """Index of the word whose span contains (or first follows) character ``char``."""
-    starts = [s for s, _ in spans]
-    i = max(0, bisect_right(starts, char) - 1)
-    return i if i < len(spans) else len(spans) - 1
 
 
 def build_model(kind: str, method: str, n_layers: int, dim: int, n_labels: int, p,
@@ -95,19 +88,10 @@ class FeatureTaskObjective(SelectsOnDev):
         if self.kind == "tagging":
             return list(ds["tags"])
         if self.kind == "word_in_context":
-            out = []
-            for ex in ds:
-                t1 = word_at(words_with_spans(ex["sentence1"])[1], ex["start1"])
-                t2 = word_at(words_with_spans(ex["sentence2"])[1], ex["start2"])
-                out.append((t1, t2, ex["label"]))
-            return out
-        out = []  # span_qa: (start word, end word) of the first answer, and the word spans
-        for ex in ds:
-            spans = words_with_spans(ex["context"])[1]
-            s = ex["answers"]["answer_start"][0]
-            e = s + len(ex["answers"]["text"][0]) - 1
-            out.append((word_at(spans, s), word_at(spans, e), spans))
-        return out
+            return [(target_word(ex["sentence1"], ex["start1"]),
+                     target_word(ex["sentence2"], ex["start2"]), ex["label"]) for ex in ds]
+        # span_qa: (first word, last word) of the first answer, and the context's word spans
+        return [answer_words(ex["context"], ex["answers"]) for ex in ds]
 
     # -- the loop's protocol
 
@@ -214,12 +198,7 @@ class FeatureTaskObjective(SelectsOnDev):
         for b, i in enumerate(indices):
             spans = self.targets[split][i][2]
             n = len(spans)
-            s = start_logits[b, :n].log_softmax(-1)
-            e = end_logits[b, :n].log_softmax(-1)
-            scores = s[:, None] + e[None, :]
-            allowed = torch.ones(n, n, dtype=torch.bool).triu().tril(MAX_ANSWER_WORDS - 1)
-            best = int(scores.masked_fill(~allowed, float("-inf")).argmax())
-            first, last = divmod(best, n)
+            _, first, last = best_span(start_logits[b, :n], end_logits[b, :n], MAX_ANSWER_WORDS)
             texts.append(self.splits[split][i]["context"][spans[first][0]:spans[last][1]])
         return texts
 

@@ -17,28 +17,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ctxrep.errors import InputError
-
-_WORD = re.compile(r"\S+")
-
-FIELDS = {"classification": ("text",), "pair_classification": ("text", "text_pair"),
-          "regression": ("text", "text_pair"),
-          "tagging": ("tokens",), "word_in_context": ("sentence1", "sentence2"),
-          "span_qa": ("question", "context")}
-
-
-def words_with_spans(text: str) -> tuple[list[str], list[tuple[int, int]]]:
-    """Whitespace words and their character spans (the task texts are already tokenized, or
-    — SQuAD, SICK — close enough that whitespace words keep answer spans recoverable)."""
-    spans = [m.span() for m in _WORD.finditer(text)]
-    return [text[s:e] for s, e in spans], spans
-
+from ctxrep.transfer.kinds import FIELDS, words_with_spans
 
 def task_words(example: dict, field: str) -> list[str]:
     value = example[field]

@@ -28,6 +28,7 @@ from torch import nn
 from ctxrep.config import FinetuneTransferParams
 from ctxrep.data.schemas import KINDS
 from ctxrep.models.bert import IGNORE_INDEX, BertOutput
+from ctxrep.transfer.kinds import best_span, n_labels
 
 log = logging.getLogger(__name__)
 
@@ -127,15 +128,6 @@ class WordInContextHead(nn.Module):
 # Task formats
 
 
-def class_count(dataset, column: str) -> int:
-    """Number of classes of a ClassLabel column (or of a list of ClassLabel)."""
-    feature = dataset.features[column]
-    feature = getattr(feature, "feature", feature)
-    if not hasattr(feature, "num_classes"):
-        raise ValueError(f"{column}: expected a ClassLabel column (canonical schema), got {feature}")
-    return feature.num_classes
-
-
 class TaskFormat:
     """How a task kind becomes BERT inputs, a head, a loss and per-example predictions.
 
@@ -184,7 +176,7 @@ class SequenceClassification(TaskFormat):
         self.pair = pair
         self.columns = ("text", "text_pair", "label") if pair else ("text", "label")
         self.tokenizer = truncating(tokenizer, p.max_seq_len)
-        self.num_labels = class_count(train_set, "label")
+        self.num_labels = n_labels("classification", train_set)
 
     def encode(self, dataset) -> list[Feature]:
         texts = list(zip(dataset["text"], dataset["text_pair"])) if self.pair else list(dataset["text"])
@@ -242,7 +234,7 @@ class Tagging(TaskFormat):
 
     def __init__(self, tokenizer: Tokenizer, p: FinetuneTransferParams, train_set):
         self.tokenizer = truncating(tokenizer, p.max_seq_len)
-        self.num_tags = class_count(train_set, "tags")
+        self.num_tags = n_labels("tagging", train_set)
         counts = Counter(tag for tags in train_set["tags"] for tag in tags)
         self.fallback_tag = counts.most_common(1)[0][0] if counts else 0
 
@@ -328,16 +320,6 @@ def context_windows(n_tokens: int, window: int, overlap: int) -> list[tuple[int,
         start = bounds[-1][0] + step
         bounds.append((start, min(start + window, n_tokens)))
     return bounds
-
-
-def best_span(start_logits: torch.Tensor, end_logits: torch.Tensor, max_len: int) -> tuple[float, int, int]:
-    """max over first <= last < first + max_len of start[first] + end[last] -> (score, first, last)."""
-    n = len(start_logits)
-    scores = start_logits[:, None] + end_logits[None, :]
-    first, last = torch.arange(n)[:, None], torch.arange(n)[None, :]
-    scores = scores.masked_fill((last < first) | (last - first >= max_len), -math.inf)
-    best = int(scores.argmax())
-    return float(scores.flatten()[best]), best // n, best % n
 
 
 class SpanQA(TaskFormat):
@@ -427,5 +409,5 @@ def make_task_format(kind: str, tokenizer: Tokenizer, p: FinetuneTransferParams,
 __all__ = [
     "TaskFormat", "SequenceClassification", "SequenceRegression", "Tagging", "SpanQA", "WordInContext",
     "make_task_format", "ClassificationHead", "RegressionHead", "TaggingHead", "SpanHead", "WordInContextHead",
-    "Feature", "context_windows", "best_span", "truncating",
+    "Feature", "context_windows", "truncating",
 ]

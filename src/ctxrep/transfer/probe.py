@@ -30,7 +30,8 @@ import torch
 from torch import nn
 
 from ctxrep.config import ProbeParams, as_dict
-from ctxrep.transfer.features import FeatureStore, FieldFeatures, words_with_spans
+from ctxrep.transfer.features import FeatureStore, FieldFeatures
+from ctxrep.transfer.kinds import target_word
 
 # task -> the metric the probe reports (the task's primary metric)
 PROBE_METRICS = {"ud_pos": "token_accuracy", "wic": "accuracy"}
@@ -98,14 +99,6 @@ def tagging_items(features: FieldFeatures, split, max_items: int, seed: int | No
     return ProbeData(np.concatenate(xs, axis=1), np.concatenate(ys), [len(y) for y in ys])
 
 
-def target_word_index(sentence: str, start: int) -> int:
-    """Index of the whitespace word whose character span contains ``start``."""
-    for index, (begin, end) in enumerate(words_with_spans(sentence)[1]):
-        if begin <= start < end:
-            return index
-    raise ValueError(f"no word of {sentence[:60]!r} covers character {start}")
-
-
 def pair_vector(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     """[u; v; |u - v|; u * v] along the last axis (float32)."""
     u, v = u.astype(np.float32), v.astype(np.float32)
@@ -124,8 +117,8 @@ def word_in_context_items(first: FieldFeatures, second: FieldFeatures, split, ma
                                               "label")}
     xs, ys = [], []
     for i in (int(i) for i in order):
-        u = first[i][:, target_word_index(columns["sentence1"][i], columns["start1"][i]), :]
-        v = second[i][:, target_word_index(columns["sentence2"][i], columns["start2"][i]), :]
+        u = first[i][:, target_word(columns["sentence1"][i], columns["start1"][i]), :]
+        v = second[i][:, target_word(columns["sentence2"][i], columns["start2"][i]), :]
         xs.append(pair_vector(u, v))
         ys.append(columns["label"][i])
     return ProbeData(np.stack(xs, axis=1), np.asarray(ys, dtype=np.int64), [1] * len(xs))

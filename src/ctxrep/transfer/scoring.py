@@ -15,8 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ctxrep.metrics import compute
-
-LABEL_KINDS = ("classification", "pair_classification", "word_in_context")
+from ctxrep.transfer.kinds import LABEL_KINDS
 
 
 def metric_names(metric: str | Sequence[str]) -> tuple[str, ...]:
