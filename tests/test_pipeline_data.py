@@ -77,11 +77,14 @@ def test_one_mlflow_run_per_stage_with_tags(repo):
     assert tok.data.params["profile"] == "tiny"
 
 
-def test_stages_of_one_dvc_repro_share_a_pipeline_run_and_two_invocations_do_not(repo):
+def test_stages_of_one_dvc_repro_share_a_pipeline_run_and_two_invocations_do_not(repo,
+                                                                                 tiny_mirror):
     """Plain `dvc repro` (no `make`, no experiment): the key is the DVC process's."""
     import mlflow
 
-    dvc(repo, "repro", "locate_data")  # a second invocation (locate_data always runs)
+    # a second invocation (locate_data always runs), on the same mirror: the sharing tests
+    # commit this repo's dvc.lock and expect a clone to reproduce it
+    dvc(repo, "repro", "locate_data", env={"CTXREP_DATA_MIRROR": str(tiny_mirror)})
     client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{repo / 'mlflow.db'}")
     exp = client.get_experiment_by_name("ctxrep").experiment_id
     runs = client.search_runs([exp], "tags.run_kind = 'stage'", max_results=1000)

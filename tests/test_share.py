@@ -132,7 +132,7 @@ def test_b_pulls_a_run_and_reproduces_nothing(team, remote, tmp_path):
     dvc(b, "pull", "--with-deps", *DATA_STAGES)  # A ran these: a whole run needs no targets
     out = dvc(b, "repro", *DATA_STAGES, env=env)
     assert ran(out) == ["Running stage 'locate_data':"], out  # it always looks; nothing computes
-    assert git(b, "status", "--porcelain") == "", "B's repro changed tracked files"
+    assert git(b, "status", "--porcelain") == "", f"B's repro changed tracked files:\n{git(b, 'diff')}"
 
     theirs = json.loads((a / "metrics/tokenize.json").read_text())
     assert metric_values(json.loads(dvc(b, "metrics", "show", "--json"))) == \
