@@ -23,6 +23,10 @@ def main(argv: list[str] | None = None) -> None:
     ie.add_argument("options", type=Path, help="the model's options.json")
     ie.add_argument("weights", type=Path, help="the model's *_weights.hdf5")
     ie.add_argument("out_dir", type=Path, help="the model directory to write (new, or a saved model to replace)")
+    ee = sub.add_parser("export-elmo", help="write a saved biLM (e.g. data/models/bilm) as bilm-tf's "
+                        "options.json + weights.hdf5, without its softmax, as published ELMo files are")
+    ee.add_argument("model_dir", type=Path, help="a saved Elmo model directory")
+    ee.add_argument("out_dir", type=Path, help="the folder to write (new)")
     ib = sub.add_parser("import-bert", help="a published BERT (Hugging Face directory or Hub id) as a "
                         "model directory with its own tokenizer, as data/models/bert/ holds")
     ib.add_argument("source", help="a Hugging Face BERT directory, or a Hub id such as "
@@ -51,6 +55,18 @@ def main(argv: list[str] | None = None) -> None:
             print(f"ctxrep import-bert: {e}", file=sys.stderr)
             raise SystemExit(2) from e
         print(f"ctxrep import-bert: wrote {out} (with the checkpoint's own tokenizer)")
+        return
+
+    if a.command == "export-elmo":
+        from ctxrep.errors import InputError
+        from ctxrep.models.elmo_import import export_elmo
+
+        try:
+            out = export_elmo(a.model_dir, a.out_dir)
+        except InputError as e:
+            print(f"ctxrep export-elmo: {e}", file=sys.stderr)
+            raise SystemExit(2) from e
+        print(f"ctxrep export-elmo: wrote {out}/options.json and weights.hdf5 (no softmax)")
         return
 
     if a.command == "import-elmo":

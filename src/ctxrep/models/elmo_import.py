@@ -1,7 +1,9 @@
-"""Import published ELMo weights: bilm-tf / AllenNLP ``options.json`` + ``*_weights.hdf5``.
+"""Import published ELMo weights: bilm-tf / AllenNLP ``options.json`` + ``*_weights.hdf5``;
+and export a ctxrep biLM to that layout.
 
     ctxrep import-elmo options.json weights.hdf5 OUT_DIR     # a saved Elmo model directory
     Elmo.from_pretrained(("options.json", "weights.hdf5"))  # the same model, in memory
+    ctxrep export-elmo MODEL_DIR OUT_DIR                     # OUT_DIR/options.json, weights.hdf5
 
 The result is an ordinary ``BiLM`` computing what bilm-tf computes with the same weights. It has
 no output softmax and no vocabulary (``vocab_size=0``): bilm-tf's ``dump_weights`` leaves the
@@ -46,6 +48,13 @@ weights.hdf5 -> BiLM state dict
 
 One difference by design: bilm-tf's and AllenNLP's inference graphs carry LSTM states from one batch
 to the next; ``BiLM`` starts every batch from zero states, which is what they compute on a first batch.
+
+Export is the same mapping inverted (:func:`export_elmo`), with what bilm-tf's ``dump_weights``
+writes: no softmax and no vocabulary. torch's two LSTM biases become TF's one
+(B = bias_ih + bias_hh, less the forget bias TF adds at run time), so a round trip reproduces the
+layers up to float rounding of that sum. A biLM whose filters already have the LSTM width
+(n_filters == projection_dim) cannot be exported unless its projection is the identity: bilm-tf
+has no projection there.
 """
 
 from __future__ import annotations
@@ -139,6 +148,12 @@ def _reorder_gates(rows: torch.Tensor) -> torch.Tensor:
     return torch.cat([i, f, j, o], dim=0)
 
 
+def _tf_gates(rows: torch.Tensor) -> torch.Tensor:
+    """torch's gate blocks [i, f, g, o] (along dim 0) -> TF's [i, j=g, f, o]."""
+    i, f, g, o = rows.chunk(4, dim=0)
+    return torch.cat([i, g, f, o], dim=0)
+
+
 def _state_dict(read, config: BiLMConfig) -> dict[str, torch.Tensor]:
     """``read(key, shape)`` returns one hdf5 dataset as a float32 tensor of that shape."""
     E, K, P, C = config.char_embed_dim, config.n_filters, config.projection_dim, config.cell_dim
@@ -219,4 +234,82 @@ def import_elmo(options_path: str | Path, weights_path: str | Path, out_dir: str
     bilm, spec = load_bilm_tf(options_path, weights_path)
     with atomic_dir(out_dir) as tmp:
         Elmo(bilm, [], spec).save_pretrained(tmp)
+    return out_dir
+
+
+# -----------------------------------------------------------------------------
+# export: the same mapping, inverted
+
+
+def tf_options(config: BiLMConfig, spec: CharIdSpec) -> dict:
+    """The ``options.json`` of ``config`` in bilm-tf's keys (what :func:`read_options` reads, plus
+    ``bidirectional``)."""
+    return {
+        "bidirectional": True,
+        "char_cnn": {"activation": config.activation, "embedding": {"dim": config.char_embed_dim},
+                     "filters": [list(f) for f in config.filters],
+                     "max_characters_per_token": spec.max_word_length,
+                     "n_characters": config.n_characters, "n_highway": config.n_highway},
+        "dropout": config.dropout,
+        "lstm": {"dim": config.cell_dim, "projection_dim": config.projection_dim,
+                 "n_layers": config.n_layers, "use_skip_connections": config.skip_connections,
+                 "cell_clip": config.cell_clip, "proj_clip": config.proj_clip},
+    }
+
+
+def tf_datasets(bilm: BiLM) -> dict[str, np.ndarray]:
+    """``bilm``'s weights as bilm-tf's hdf5 datasets (name -> float32 array); the inverse of
+    :func:`_state_dict`."""
+    config = bilm.config
+    K, P, C = config.n_filters, config.projection_dim, config.cell_dim
+    state = {name: t.detach().float().cpu() for name, t in bilm.state_dict().items()}
+    out = {"char_embed": state["token_encoder.char_embedding.weight"][1:]}  # row 0: padding
+    for i in range(len(config.filters)):
+        weight = state[f"token_encoder.convs.{i}.weight"]                    # (n, E, w)
+        out[f"CNN/W_cnn_{i}"] = weight.permute(2, 1, 0)[None]                # (1, w, E, n)
+        out[f"CNN/b_cnn_{i}"] = state[f"token_encoder.convs.{i}.bias"]
+    for k in range(config.n_highway):
+        weight = state[f"token_encoder.highway.layers.{k}.weight"]          # [transform; gate]
+        bias = state[f"token_encoder.highway.layers.{k}.bias"]
+        out[f"CNN_high_{k}/W_transform"], out[f"CNN_high_{k}/W_carry"] = weight[:K].T, -weight[K:].T
+        out[f"CNN_high_{k}/b_transform"], out[f"CNN_high_{k}/b_carry"] = bias[:K], -bias[K:]
+    projection_w = state["token_encoder.projection.weight"]
+    projection_b = state["token_encoder.projection.bias"]
+    if K != P:
+        out["CNN_proj/W_proj"], out["CNN_proj/b_proj"] = projection_w.T, projection_b
+    elif not (torch.equal(projection_w, torch.eye(P)) and not projection_b.any()):
+        raise InputError(f"n_filters == projection_dim == {P} and the projection is not the "
+                         "identity: bilm-tf has no projection layer there, so the biLM cannot "
+                         "be written in its layout")
+    for direction, stack in ((0, "forward_lm"), (1, "backward_lm")):
+        for k in range(config.n_layers):
+            lstm, cell = f"{stack}.layers.{k}.lstm", f"RNN_{direction}/RNN/MultiRNNCell/Cell{k}/LSTMCell"
+            kernel = torch.cat([state[f"{lstm}.weight_ih_l0"], state[f"{lstm}.weight_hh_l0"]], dim=1)
+            bias = state[f"{lstm}.bias_ih_l0"] + state[f"{lstm}.bias_hh_l0"]
+            bias[C : 2 * C] -= TF_FORGET_BIAS  # TF adds it back at run time
+            out[f"{cell}/W_0"] = _tf_gates(kernel).T                         # (P_in + P, 4C)
+            out[f"{cell}/B"] = _tf_gates(bias)
+            out[f"{cell}/W_P_0"] = state[f"{lstm}.weight_hr_l0"].T            # (C, P)
+    return {name: t.contiguous().numpy().astype(np.float32) for name, t in out.items()}
+
+
+def export_elmo(model_dir: str | Path, out_dir: str | Path) -> Path:
+    """Write the saved Elmo model in ``model_dir`` (e.g. ``data/models/bilm``) as bilm-tf's
+    ``options.json`` + ``weights.hdf5`` in ``out_dir`` (new; written atomically). Its softmax and
+    vocabulary are left out, as bilm-tf's ``dump_weights`` does."""
+    import h5py
+
+    out_dir = Path(out_dir)
+    if out_dir.exists():
+        raise InputError(f"{out_dir}: exists; choose a new path")
+    try:
+        elmo = Elmo.from_pretrained(model_dir)
+    except FileNotFoundError as e:
+        raise InputError(str(e)) from e
+    options, datasets = tf_options(elmo.bilm.config, elmo.char_spec), tf_datasets(elmo.bilm)
+    with atomic_dir(out_dir) as tmp:
+        (tmp / "options.json").write_text(json.dumps(options, indent=2) + "\n", encoding="utf-8")
+        with h5py.File(tmp / "weights.hdf5", "w") as f:
+            for name, array in sorted(datasets.items()):
+                f.create_dataset(name, data=array)
     return out_dir
