@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import yaml
 
 from ctxrep import config
 from tests.conftest import REPO, run_stage, scratch_repo
@@ -206,3 +207,20 @@ def test_the_report_says_which_weights_were_used_and_where_from(tmp_path):
                                                    "path": "x", "files": [{"name": "a"}]}))
     with pytest.raises(ReportInputError, match="files\\[0\\]: expected name, bytes and sha256"):
         load_inputs(tmp_path, [], [])
+
+
+@pytest.mark.skipif(not ELMO_FIXTURE.is_dir(), reason=f"fixture folder {ELMO_FIXTURE} is absent")
+def test_an_import_stage_writes_every_output_its_stage_declares(tmp_path, hf_bert):
+    """DVC fails a stage that leaves a declared output unwritten: an import writes the training
+    run's metrics and curves too (empty curves: nothing was trained)."""
+    repo = scratch_repo(tmp_path, "tiny", [
+        "pretrain_bilm.source=import", f"pretrain_bilm.path={ELMO_FIXTURE}",
+        "pretrain_bert.source=import", f"pretrain_bert.path={hf_bert}"])
+    stages = yaml.safe_load((repo / "dvc.yaml").read_text())["stages"]
+    for stage in ("pretrain_bilm", "pretrain_bert"):
+        run_stage(repo, f"{stage}.py")
+        declared = [next(iter(o)) if isinstance(o, dict) else o
+                    for key in ("outs", "metrics", "plots") for o in stages[stage].get(key, [])]
+        assert declared and [o for o in declared if not (repo / o).exists()] == [], stage
+        weights = repo / f"reports/weights/{stage.removeprefix('pretrain_')}.json"
+        assert json.loads(weights.read_text())["source"] == "import"

@@ -156,13 +156,16 @@ def record_trained(model: str, corpus: str) -> None:
 def publish_import(ctx, stage: str, model: str, folder: str | Path, files: list[Path],
                    metrics: dict) -> dict:
     """What an import leaves besides the model, in place of a training run's: ``metrics/
-    <stage>.json`` (``metrics``, numbers about the model), an empty loss curve, a compute-ledger
-    row (the bytes read, no training FLOPs) and ``reports/weights/<model>.json`` (the
-    provenance). ``ctx`` is the stage's :class:`ctxrep.stage.StageContext`."""
+    <stage>.json`` (``metrics``, numbers about the model), empty loss and held-out curves (every
+    output the stage declares exists either way), a compute-ledger row (the bytes read, no
+    training FLOPs) and ``reports/weights/<model>.json`` (the provenance). ``ctx`` is the
+    stage's :class:`ctxrep.stage.StageContext`."""
     record = provenance(model, folder, files)
     ctx.write_metrics(f"metrics/{stage}.json", metrics)
     with atomic_file(Path(f"metrics/{stage}_curve.tsv")) as f:
         f.write("step\ttrain_loss\tlr\n")  # nothing trained: the header alone
+    with atomic_file(Path(f"metrics/{stage}_val.tsv")) as f:
+        f.write("step\n")                    # nothing held out either
     ctx.compute(amount=sum(f["bytes"] for f in record["files"]), unit="bytes imported",
                 params=metrics.get("params"), flops=0.0)
     write_json(WEIGHTS_DIR / f"{model}.json", record)
