@@ -193,18 +193,37 @@ class TrainResult:
     resumed_from: int = 0
 
 
-def _locate(step: int, objective: Objective, plans: dict, grad_accum: int) -> list[list[int]]:
-    """The micro-batches of optimizer step ``step`` (plans are cached per epoch)."""
+class _Plans:
+    """Epoch plans, computed once per epoch: the size of every epoch so far (to find a step's
+    epoch without recomputing earlier plans) and the latest few plans themselves."""
+
+    def __init__(self, objective: Objective):
+        self.objective = objective
+        self.sizes: list[int] = []
+        self.cache: dict[int, list[list[int]]] = {}
+
+    def __getitem__(self, epoch: int) -> list[list[int]]:
+        if epoch not in self.cache:
+            if len(self.cache) > 2:  # keep memory bounded over long runs
+                self.cache.clear()
+            plan = self.objective.plan(epoch)
+            if not plan:
+                raise ValueError("the objective's plan for an epoch is empty (no training data?)")
+            self.cache[epoch] = plan
+            if epoch == len(self.sizes):
+                self.sizes.append(len(plan))
+        return self.cache[epoch]
+
+    def size(self, epoch: int) -> int:
+        return self.sizes[epoch] if epoch < len(self.sizes) else len(self[epoch])
+
+
+def _locate(step: int, plans: _Plans, grad_accum: int) -> list[list[int]]:
+    """The micro-batches of optimizer step ``step``."""
     start = step * grad_accum
     micro, epoch, offset = [], 0, 0
     while len(micro) < grad_accum:
-        if epoch not in plans:
-            if len(plans) > 2:  # keep memory bounded over long runs
-                plans.clear()
-            plans[epoch] = objective.plan(epoch)
-            if not plans[epoch]:
-                raise ValueError("the objective's plan for an epoch is empty (no training data?)")
-        n = len(plans[epoch])
+        n = plans.size(epoch)
         if start + len(micro) < offset + n:
             micro.append(plans[epoch][start + len(micro) - offset])
         else:
@@ -265,7 +284,7 @@ def train(objective: Objective, cfg: LoopConfig, ckpt_dir: Path, run=None,
                           **({"objective": objective.state_dict()}
                              if hasattr(objective, "state_dict") else {})})
 
-    plans: dict = {}
+    plans = _Plans(objective)
     bar = tqdm(total=cfg.steps, initial=result.steps, desc=desc, unit="step",
                disable=not d.main, dynamic_ncols=True)
     window_tokens, window_start = 0, time.perf_counter()
@@ -273,7 +292,7 @@ def train(objective: Objective, cfg: LoopConfig, ckpt_dir: Path, run=None,
     for step in range(result.steps, cfg.steps):
         t0 = time.perf_counter()
         torch.manual_seed(cfg.seed * 1_000_003 + step)  # dropout: a pure function of the step
-        micro = _locate(step, objective, plans, cfg.grad_accum)
+        micro = _locate(step, plans, cfg.grad_accum)
         logs_sum: dict = {}
         step_tokens = 0
         for i, indices in enumerate(micro):
