@@ -68,6 +68,33 @@ def test_resume_is_not_a_no_op_check(tmp_path):
     assert not torch.equal(weights(a.model), weights(b.model))
 
 
+class CountingObjective(ToyObjective):
+    """Counts the epoch plans asked for, and records each step's batch."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.plans, self.seen = [], []
+
+    def plan(self, epoch):
+        self.plans.append(epoch)
+        return super().plan(epoch)
+
+    def batch(self, indices, step):
+        self.seen.append(list(indices))
+        return super().batch(indices, step)
+
+
+def test_each_epoch_is_planned_once_and_steps_walk_the_plans_in_order(tmp_path):
+    """A long run asks for each epoch's plan once (re-planning every earlier epoch at every
+    step made a 40-epoch task model spend a fifth of its time shuffling), and its steps take
+    the plans' batches in order, across epoch boundaries and with gradient accumulation."""
+    objective = CountingObjective()
+    loop.train(objective, cfg(steps=60, grad_accum=2, checkpoint_every=0), tmp_path)
+    assert objective.plans == list(range(12))  # 60 steps x 2 micro-batches / 10 per epoch
+    expected = [b for epoch in range(12) for b in ToyObjective().plan(epoch)]
+    assert objective.seen == expected
+
+
 def test_gradient_accumulation_matches_a_large_batch(tmp_path):
     big, small = ToyObjective(batch_size=8), ToyObjective(batch_size=4)
     for m in (big.model, small.model):

@@ -7,6 +7,18 @@ import sys
 from pathlib import Path
 
 
+def _or_exit(command: str, fn, *args):
+    """``fn(*args)``; bad input (:class:`ctxrep.errors.InputError`) ends the command with its
+    message and exit status 2, without a traceback."""
+    from ctxrep.errors import InputError
+
+    try:
+        return fn(*args)
+    except InputError as e:
+        print(f"ctxrep {command}: {e}", file=sys.stderr)
+        raise SystemExit(2) from e
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="ctxrep", description="ctxrep tools")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -45,40 +57,19 @@ def main(argv: list[str] | None = None) -> None:
     if a.command == "fixture":
         raise SystemExit(fixture.run(a))
 
-    if a.command == "import-bert":
-        from ctxrep.errors import InputError
+    if a.command in ("import-bert", "export-elmo", "import-elmo"):
         from ctxrep.models.bert_import import import_bert
+        from ctxrep.models.elmo_import import export_elmo, import_elmo
 
-        try:
-            out, _ = import_bert(a.source, a.out_dir)
-        except InputError as e:
-            print(f"ctxrep import-bert: {e}", file=sys.stderr)
-            raise SystemExit(2) from e
-        print(f"ctxrep import-bert: wrote {out} (with the checkpoint's own tokenizer)")
-        return
-
-    if a.command == "export-elmo":
-        from ctxrep.errors import InputError
-        from ctxrep.models.elmo_import import export_elmo
-
-        try:
-            out = export_elmo(a.model_dir, a.out_dir)
-        except InputError as e:
-            print(f"ctxrep export-elmo: {e}", file=sys.stderr)
-            raise SystemExit(2) from e
-        print(f"ctxrep export-elmo: wrote {out}/options.json and weights.hdf5 (no softmax)")
-        return
-
-    if a.command == "import-elmo":
-        from ctxrep.errors import InputError
-        from ctxrep.models.elmo_import import import_elmo
-
-        try:
-            out = import_elmo(a.options, a.weights, a.out_dir)
-        except InputError as e:
-            print(f"ctxrep import-elmo: {e}", file=sys.stderr)
-            raise SystemExit(2) from e
-        print(f"ctxrep import-elmo: wrote {out} (features only: no softmax, no vocabulary)")
+        if a.command == "import-bert":
+            out, _ = _or_exit(a.command, import_bert, a.source, a.out_dir)
+            print(f"ctxrep import-bert: wrote {out} (with the checkpoint's own tokenizer)")
+        elif a.command == "export-elmo":
+            out = _or_exit(a.command, export_elmo, a.model_dir, a.out_dir)
+            print(f"ctxrep export-elmo: wrote {out}/options.json and weights.hdf5 (no softmax)")
+        else:
+            out = _or_exit(a.command, import_elmo, a.options, a.weights, a.out_dir)
+            print(f"ctxrep import-elmo: wrote {out} (features only: no softmax, no vocabulary)")
         return
 
     if a.command == "verify":
