@@ -5,11 +5,11 @@ import random
 import pytest
 import torch
 
+from ctxrep.batching import bucket_by_length
 from ctxrep.models.bert import IGNORE_INDEX
 from ctxrep.pretraining.bert_data import (
     PretrainingCollator,
     SpecialTokens,
-    bucket_by_length,
     create_nsp_instances,
     mask_tokens,
 )

@@ -6,7 +6,7 @@
 2. `mask_tokens`: BERT's masked-LM corruption (15% of tokens chosen; of those 80% [MASK],
    10% a random token, 10% unchanged), optionally masking whole words. Fresh every call.
 3. `PretrainingCollator` pads instances to the batch maximum and masks them;
-   `bucket_by_length` groups instances of similar length into shuffled batches.
+   (`ctxrep.batching.bucket_by_length` groups instances of similar length into shuffled batches.)
 
 Special-token ids always come from the vocabulary (`SpecialTokens.from_vocab`), never constants.
 """
@@ -349,27 +349,6 @@ class PretrainingCollator:
         return batch
 
 
-def bucket_by_length(
-    lengths: Sequence[int], batch_size: int, rng: random.Random, pool_batches: int = 50
-) -> list[list[int]]:
-    """Batches of indices with similar lengths, in random order (less padding, still shuffled).
-
-    Indices are shuffled, cut into pools of pool_batches * batch_size, sorted by length within a
-    pool and split into batches; the batch order is then shuffled. The last batch may be smaller.
-    """
-    if batch_size < 1:
-        raise ValueError(f"batch_size: expected a positive integer, got {batch_size!r}")
-    indices = list(range(len(lengths)))
-    rng.shuffle(indices)
-    pool = pool_batches * batch_size
-    batches = []
-    for begin in range(0, len(indices), pool):
-        chunk = sorted(indices[begin : begin + pool], key=lambda i: lengths[i])
-        batches += [chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size)]
-    rng.shuffle(batches)
-    return batches
-
-
 __all__ = [
     "SpecialTokens",
     "SentenceSpan",
@@ -377,5 +356,4 @@ __all__ = [
     "create_nsp_instances",
     "mask_tokens",
     "PretrainingCollator",
-    "bucket_by_length",
 ]

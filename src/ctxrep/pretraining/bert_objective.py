@@ -14,8 +14,8 @@ import torch
 
 from ctxrep.data.tokenized import TokenizedCorpus
 from ctxrep.models.bert import BertForPreTraining
-from ctxrep.pretraining.bert_data import (PretrainingCollator, SpecialTokens, bucket_by_length,
-                                          create_nsp_instances)
+from ctxrep.batching import bucket_by_length
+from ctxrep.pretraining.bert_data import PretrainingCollator, SpecialTokens, create_nsp_instances
 
 _EPOCH_SHIFT = 32
 

@@ -16,7 +16,7 @@ import torch
 
 from ctxrep.data.tokenized import TokenizedCorpus
 from ctxrep.models.bilm import BiLM
-from ctxrep.pretraining.bert_data import bucket_by_length
+from ctxrep.batching import bucket_by_length
 from ctxrep.text.elmo_chars import ELMO_CHAR_SPEC, word_to_char_ids
 from ctxrep.text.vocab import BOS, EOS, UNK
 

@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+import random
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from ctxrep.data import registry
+from ctxrep.batching import bucket_by_length
 
 SUBSAMPLE_SEED = 1234  # fixed: extract and every transfer cell must pick the same examples
+# Training batches of a task model hold examples of similar length, sorted within shuffled
+# pools of this many batches. A BiLSTM runs as many time steps as its batch's longest text,
+# and a Transformer pads to it, so random batches mixing short and long sentences cost about
+# twice the work; small pools keep each batch's membership changing from epoch to epoch.
+BUCKET_POOL_BATCHES = 4
+
+
+def training_batches(lengths: Sequence[int], batch_size: int, seed: int) -> list[list[int]]:
+    """One epoch of a task model's training batches: positions into ``lengths``, seeded."""
+    return bucket_by_length(lengths, batch_size, random.Random(seed), BUCKET_POOL_BATCHES)
 
 
 class TaskUnavailable(RuntimeError):

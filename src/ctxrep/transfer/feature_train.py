@@ -12,7 +12,6 @@ split once, at the end.
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from torch.nn import functional as F
 from ctxrep.models.word_vectors import WordVectors
 from ctxrep.pretraining.loop import Checkpoints, LoopConfig, train
 from ctxrep.transfer import feature_models as M
+from ctxrep.transfer.data import training_batches
 from ctxrep.transfer.features import FeatureStore, task_words
 from ctxrep.transfer.kinds import FIELDS, answer_words, best_span, target_word
 from ctxrep.transfer.scoring import primary_key, score
@@ -72,6 +72,8 @@ class FeatureTaskObjective(SelectsOnDev):
                               splits[s].select_columns([f])] if vectors is not None else None
                              for f in fields] for s in splits}
         self.targets = {s: self._targets(s) for s in splits}
+        self.train_lengths = [sum(n) for n in zip(*(self._lengths("train", f)
+                                                     for f in range(len(fields))))]
         if not train_idx or not dev_idx:
             raise ValueError(f"need training and dev examples (have {len(train_idx)} and "
                              f"{len(dev_idx)})")
@@ -93,13 +95,17 @@ class FeatureTaskObjective(SelectsOnDev):
         # span_qa: (first word, last word) of the first answer, and the context's word spans
         return [answer_words(ex["context"], ex["answers"]) for ex in ds]
 
+    def _lengths(self, split: str, field: int) -> list[int]:
+        """Each example's word count in text field ``field``."""
+        store, ids = self.features[split][field], self.word_ids[split][field]
+        return np.diff(store.offsets).tolist() if store is not None else [len(x) for x in ids]
+
     # -- the loop's protocol
 
     def plan(self, epoch: int) -> list[list[int]]:
-        order = list(self.train_idx)
-        random.Random(self.seed * 7_919 + epoch).shuffle(order)
-        bs = self.p.batch_size
-        return [order[i:i + bs] for i in range(0, len(order), bs)]
+        lengths = [self.train_lengths[i] for i in self.train_idx]
+        batches = training_batches(lengths, self.p.batch_size, self.seed * 7_919 + epoch)
+        return [[self.train_idx[j] for j in batch] for batch in batches]
 
     def _pad(self, split: str, field: int, indices: list[int]) -> tuple[M.WordFeatures,
                                                                         torch.Tensor]:

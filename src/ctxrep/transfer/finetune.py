@@ -32,6 +32,7 @@ from ctxrep.data.schemas import KINDS
 from ctxrep.models.bert import BertConfig, BertModel, flops_per_token, init_bert_weights
 from ctxrep.models.bert_hf import config_from_hf, load_pretrained
 from ctxrep.pretraining.loop import LoopConfig, train
+from ctxrep.transfer.data import training_batches
 from ctxrep.transfer.finetune_tasks import Feature, TaskFormat, make_task_format
 from ctxrep.transfer.scoring import primary_key, score
 from ctxrep.transfer.selection import BestOnDev, SelectsOnDev, epoch_losses
@@ -152,9 +153,9 @@ class FinetuneObjective(SelectsOnDev):
         self.selection = BestOnDev(model, primary_key(metric), patience)
 
     def plan(self, epoch: int) -> list[list[int]]:
-        generator = torch.Generator().manual_seed(self.seed * 1_000_003 + epoch)
-        order = torch.randperm(len(self.train_features), generator=generator).tolist()
-        return [order[i: i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+        """Seeded batches of similar-length features (padding per batch is then small)."""
+        lengths = [len(f["input_ids"]) for f in self.train_features]
+        return training_batches(lengths, self.batch_size, self.seed * 1_000_003 + epoch)
 
     def batch(self, indices: list[int], step: int) -> dict:
         return collate([self.train_features[i] for i in indices], self.task, self.pad_id, self.device)
