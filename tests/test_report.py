@@ -357,7 +357,7 @@ def test_mix_weights_are_normalised_then_averaged():
 
 @pytest.mark.slow
 def test_report_stage_end_to_end(tmp_path):
-    repo = scratch_repo(tmp_path)
+    repo = scratch_repo(tmp_path, "claims")  # a grid with sst2
     make_repo(repo)
     proc = run_stage(repo, "report.py")
     assert "[report] done" in proc.stdout
