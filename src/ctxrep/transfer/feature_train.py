@@ -72,12 +72,12 @@ class FeatureTaskObjective(SelectsOnDev):
                               splits[s].select_columns([f])] if vectors is not None else None
                              for f in fields] for s in splits}
         self.targets = {s: self._targets(s) for s in splits}
-        self.train_lengths = [sum(n) for n in zip(*(self._lengths("train", f)
-                                                     for f in range(len(fields))))]
         if not train_idx or not dev_idx:
             raise ValueError(f"need training and dev examples (have {len(train_idx)} and "
                              f"{len(dev_idx)})")
         self.train_idx, self.dev_idx = train_idx, dev_idx
+        words = [sum(n) for n in zip(*(self._lengths("train", f) for f in range(len(fields))))]
+        self.train_lengths = [words[i] for i in train_idx]  # what each epoch's batching reads
         self.dev_set = splits["train"].select(dev_idx)
         self.selection = BestOnDev(model, primary_key(metric), patience)
 
@@ -103,8 +103,7 @@ class FeatureTaskObjective(SelectsOnDev):
     # -- the loop's protocol
 
     def plan(self, epoch: int) -> list[list[int]]:
-        lengths = [self.train_lengths[i] for i in self.train_idx]
-        batches = training_batches(lengths, self.p.batch_size, self.seed * 7_919 + epoch)
+        batches = training_batches(self.train_lengths, self.p.batch_size, self.seed * 7_919 + epoch)
         return [[self.train_idx[j] for j in batch] for batch in batches]
 
     def _pad(self, split: str, field: int, indices: list[int]) -> tuple[M.WordFeatures,

@@ -151,11 +151,11 @@ class FinetuneObjective(SelectsOnDev):
         self.kind, self.metric = kind, metric
         self.batch_size, self.seed, self.pad_id, self.device = batch_size, seed, pad_id, device
         self.selection = BestOnDev(model, primary_key(metric), patience)
+        self.train_lengths = [len(f["input_ids"]) for f in train_features]
 
     def plan(self, epoch: int) -> list[list[int]]:
         """Seeded batches of similar-length features (padding per batch is then small)."""
-        lengths = [len(f["input_ids"]) for f in self.train_features]
-        return training_batches(lengths, self.batch_size, self.seed * 1_000_003 + epoch)
+        return training_batches(self.train_lengths, self.batch_size, self.seed * 1_000_003 + epoch)
 
     def batch(self, indices: list[int], step: int) -> dict:
         return collate([self.train_features[i] for i in indices], self.task, self.pad_id, self.device)
