@@ -27,7 +27,6 @@ import subprocess
 from pathlib import Path
 from typing import Iterator
 
-import yaml
 from filelock import FileLock
 
 log = logging.getLogger(__name__)
@@ -138,17 +137,14 @@ def input_hashes(stage: str, cwd: Path | None = None) -> dict:
 
     An upstream output's hash is read from its stage's ``dvc.lock`` entry (final by the time
     this stage starts); any other dep (code, params files) is hashed by DVC itself."""
-    cwd = cwd or Path.cwd()
-    lock = cwd / "dvc.lock"
-    stages = (yaml.safe_load(lock.read_text()) or {}).get("stages", {}) if lock.exists() else {}
-    outs = {o["path"]: o.get("md5") for s in stages.values() for o in s.get("outs", [])}
-    try:
-        from dvc.repo import Repo
+    from ctxrep.verify import dvc_stage, lock_outputs
 
-        with Repo(str(cwd)) as repo:
-            (dvc_stage,) = repo.stage.collect(stage)
+    cwd = cwd or Path.cwd()
+    outs = lock_outputs(cwd)
+    try:
+        with dvc_stage(stage, cwd) as defined:
             hashes = {}
-            for dep in dvc_stage.deps:
+            for dep in defined.deps:
                 path = dep.def_path
                 if path in outs:
                     hashes[f"input:{path}"] = outs[path]

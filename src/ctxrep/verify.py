@@ -13,9 +13,12 @@ md5 of each file; DVC 3 hashes a file as the plain md5 of its bytes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from functools import lru_cache
 from pathlib import Path
+from typing import Iterator
 
 import yaml
 
@@ -29,11 +32,34 @@ def md5_file(path: Path) -> str:
 
 def lock_outputs(root: Path) -> dict[str, str]:
     """Every output path in dvc.lock → its recorded md5 (``….dir`` for a folder)."""
-    lock = root / "dvc.lock"
+    lock = Path(root) / "dvc.lock"
     if not lock.exists():
         return {}
-    stages = (yaml.safe_load(lock.read_text()) or {}).get("stages", {})
-    return {o["path"]: o["md5"] for s in stages.values() for o in s.get("outs", []) if "md5" in o}
+    stat = lock.stat()
+    return dict(_lock_outputs(str(lock.resolve()), stat.st_mtime_ns, stat.st_size))
+
+
+@lru_cache(maxsize=4)
+def _lock_outputs(lock: str, mtime_ns: int, size: int) -> tuple:
+    # libyaml: the lock of a full pipeline is ~250 kB, which pure-Python YAML takes seconds on
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    stages = (yaml.load(Path(lock).read_text(), Loader=loader) or {}).get("stages", {})
+    return tuple((o["path"], o["md5"]) for s in stages.values() for o in s.get("outs", [])
+                 if "md5" in o)
+
+
+@contextlib.contextmanager
+def dvc_stage(name: str, root: Path | str = ".") -> Iterator:
+    """The DVC stage ``name`` as dvc.yaml defines it (its deps and outs), for the span of the
+    ``with``. Resolved from dvc.yaml alone: ``repo.stage.collect`` would also parse dvc.lock with
+    DVC's pure-Python YAML reader, seconds per stage on a full pipeline's lock."""
+    from dvc.dvcfile import ProjectFile
+    from dvc.repo import Repo
+    from dvc.stage.loader import StageLoader
+
+    with Repo(str(root)) as repo:
+        dvcfile = ProjectFile(repo, os.path.join(repo.root_dir, "dvc.yaml"))
+        yield StageLoader(dvcfile, dvcfile.contents)[name]
 
 
 def cache_dir(root: Path) -> Path:
@@ -82,14 +108,11 @@ def verify_stage_inputs(stage: str, root: Path | str = ".") -> int:
     stage run by hand has no lock entry to trust. Returns the number of outputs checked."""
     if not os.environ.get("DVC_STAGE"):
         return 0
-    from dvc.repo import Repo
-
     root = Path(root)
     outs = lock_outputs(root)
-    with Repo(str(root)) as repo:
-        (dvc_stage,) = repo.stage.collect(stage)
-        deps = [d.def_path for d in dvc_stage.deps]
-        cache = Path(repo.cache.local.path)
+    with dvc_stage(stage, root) as defined:
+        deps = [d.def_path for d in defined.deps]
+        cache = Path(defined.repo.cache.local.path)
     checked = [d for d in deps if d in outs]
     problems = [p for d in checked for p in check_output(root, d, outs[d], cache)]
     if problems:
