@@ -40,7 +40,11 @@ SHOW = [
               "data": exp_data(400_000, [claim("ud_pos", -0.04, -0.06, -0.02),
                                          claim("conll2003", 0.0, -0.01, 0.01)])}]},
          {"name": "failed", "executor": None, "revs": [{"rev": "d" * 40, "name": "failed",
-                                                         "data": None}]}]},
+                                                         "data": None}]},
+         # still running: DVC shows its temporary workspace's (here: stale) metrics
+         {"name": "bilm-steps-3200", "executor": {"state": "running", "name": "dvc-task"},
+          "revs": [{"rev": "e" * 40, "name": "bilm-steps-3200",
+                    "data": exp_data(800_000, [claim("ud_pos", 0.3, 0.2, 0.4)])}]}]},
 ]
 
 

@@ -46,14 +46,21 @@ class SweepPoint:
         return "reproduced" if self.low > 0 else "contradicted" if self.high < 0 else "inconclusive"
 
 
+# An experiment whose executor is in one of these states has no metrics of its own yet: a
+# running one shows its temporary workspace's files, a queued one its baseline's.
+UNFINISHED = ("queued", "running", "failed")
+
+
 def experiments(show: list) -> list[tuple[str, dict]]:
-    """(name, metrics by path) of every experiment in ``dvc exp show --json`` output, and of
-    each baseline commit (the workspace aside: it is one of them or uncommitted)."""
+    """(name, metrics by path) of every finished experiment in ``dvc exp show --json`` output,
+    and of each baseline commit (the workspace aside: it is one of them or uncommitted)."""
     out = []
     for baseline in show:
         if baseline.get("rev") != "workspace" and baseline.get("data"):
             out.append((baseline.get("name") or baseline["rev"][:7], baseline["data"]))
         for exp in baseline.get("experiments") or []:
+            if (exp.get("executor") or {}).get("state") in UNFINISHED:
+                continue
             for rev in exp.get("revs") or []:
                 if rev.get("data"):
                     out.append((rev.get("name") or exp.get("name") or rev["rev"][:7], rev["data"]))
