@@ -57,6 +57,8 @@ def test_points_follow_pretraining_tokens_with_their_claim_only():
     other = sweep_points(SHOW, "bilm", "bert-finetune", "bert-scratch")
     assert [p.delta for p in other["ud_pos"]] == [0.5]
     assert sweep_points(SHOW, "bert", "elmo", "static") == {}   # no BERT token counts
+    only = sweep_points(SHOW, "bilm", "elmo", "static", names="bilm-steps-*")
+    assert [p.experiment for p in only["ud_pos"]] == ["bilm-steps-400", "bilm-steps-1600"]
 
 
 def test_command_line_writes_the_table_and_the_figure(tmp_path):

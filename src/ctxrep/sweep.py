@@ -19,6 +19,7 @@ smallest budget whose CI clears 0 is where the contextual features start to pay.
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import subprocess
 import sys
@@ -72,11 +73,15 @@ def _metric(data: dict, path: str) -> dict | None:
     return entry.get("data") if isinstance(entry, dict) else None
 
 
-def sweep_points(show: list, model: str, better: str, worse: str) -> dict[str, list[SweepPoint]]:
+def sweep_points(show: list, model: str, better: str, worse: str,
+                 names: str = "*") -> dict[str, list[SweepPoint]]:
     """task -> points (fewest pretraining tokens first) of the claim ``better`` > ``worse``,
-    from every experiment whose metrics hold both the claim and the model's token count."""
+    from every experiment named like the shell pattern ``names`` whose metrics hold both the
+    claim and the model's token count."""
     points: dict[str, list[SweepPoint]] = {}
     for name, data in experiments(show):
+        if not fnmatch.fnmatchcase(name, names):
+            continue
         pretrain = _metric(data, f"metrics/pretrain_{model}.json") or {}
         claims = _metric(data, "metrics/claims.json") or {}
         by_task = claims.get(f"{better}_vs_{worse}", {})
@@ -126,6 +131,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--claim", default="elmo:static", help="BETTER:WORSE (methods)")
     parser.add_argument("--show-json", type=Path,
                         help="read this `dvc exp show --json` output instead of running it")
+    parser.add_argument("--experiments", default="*", metavar="PATTERN",
+                        help="only experiments (and baseline commits) whose name matches this "
+                             "shell pattern, e.g. 'bilm-steps-*'")
     parser.add_argument("--out", type=Path, default=Path("reports"))
     args = parser.parse_args(argv)
     if ":" not in args.claim:
@@ -139,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"dvc exp show failed: {proc.stderr.strip()}", file=sys.stderr)
             return 2
         show = json.loads(proc.stdout)
-    points = sweep_points(show, args.model, better, worse)
+    points = sweep_points(show, args.model, better, worse, args.experiments)
     args.out.mkdir(parents=True, exist_ok=True)
     with atomic_file(args.out / "sweep.md") as f:
         f.write(table(points, better, worse))
