@@ -47,7 +47,7 @@ def test_kill_9_during_tokenize_leaves_nothing_and_rerun_is_identical(clean, tmp
 
 
 def test_kill_9_during_fetch_leaves_nothing(tmp_path, tiny_mirror):
-    repo = scratch_repo(tmp_path)
+    repo = scratch_repo(tmp_path, "tiny")  # tiny fetches every task, squad among them
     run_stage(repo, "locate_data.py", env={"CTXREP_DATA_MIRROR": str(tiny_mirror)})
     writing = lambda: any((repo / "data/raw/tasks").glob(".*.tmp-*"))  # noqa: E731
     kill_stage_when(repo, "fetch_task.py", ["squad"], writing,
@@ -103,7 +103,7 @@ def test_queued_experiments_with_two_workers_both_reach_mlflow(tmp_path, tiny_mi
     repo's own store (tracking.repo_root sees through the copy)."""
     import mlflow
 
-    repo = scratch_repo(tmp_path)
+    repo = scratch_repo(tmp_path, "tiny")  # tiny fetches every task, squad among them
     dvc = os.path.join(os.path.dirname(sys.executable), "dvc")
     env = {**os.environ, "CTXREP_DATA_MIRROR": str(tiny_mirror),
            "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}

@@ -95,6 +95,21 @@ def test_each_epoch_is_planned_once_and_steps_walk_the_plans_in_order(tmp_path):
     assert objective.seen == expected
 
 
+def test_epoch_sizes_stay_in_epoch_order_whatever_is_asked_first():
+    """``_Plans.size(e)`` is epoch e's size even when a later epoch is asked for first, or an
+    epoch's plan was cached before its size was recorded."""
+
+    class Growing:  # epoch e has e + 1 batches
+        def plan(self, epoch):
+            return [[epoch]] * (epoch + 1)
+
+    plans = loop._Plans(Growing())
+    plans[2]
+    assert plans.size(3) == 4 and plans.sizes == [1, 2, 3, 4]
+    assert [plans.size(e) for e in range(5)] == [1, 2, 3, 4, 5]
+    assert loop._locate(3, plans, 1) == [[2]]  # steps 0 | 1 2 | 3 4 5: step 3 is epoch 2's
+
+
 def test_gradient_accumulation_matches_a_large_batch(tmp_path):
     big, small = ToyObjective(batch_size=8), ToyObjective(batch_size=4)
     for m in (big.model, small.model):

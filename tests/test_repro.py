@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from tests.conftest import scratch_repo
+from tests.conftest import REPO, scratch_repo
 
 
 def fake_dvc(tmp_path, body: str):
@@ -75,3 +75,29 @@ def test_each_make_repro_gives_its_stages_a_fresh_pipeline_run_id(tmp_path):
         assert proc.returncode == 0, err
     ids = seen.read_text().split()
     assert len(ids) == 2 and len(set(ids)) == 2 and all(len(i) == 32 for i in ids)
+
+
+def test_a_successful_run_drops_lock_entries_of_stages_no_longer_defined(tmp_path):
+    """DVC keeps the lock entry of a stage that left the pipeline (another profile's cell)
+    forever; make repro drops it after a successful run and keeps every other entry as is."""
+    import yaml
+
+    (tmp_path / "repo").mkdir()
+    repo = scratch_repo(tmp_path / "repo", "tiny")
+    lock = yaml.safe_load((REPO / "dvc.lock").read_text())
+    kept = {"locate_data": lock["stages"]["locate_data"]}
+    gone = dict(lock["stages"]["locate_data"], cmd="python stages/transfer.py gone method")
+    (repo / "dvc.lock").write_text(yaml.safe_dump(
+        {"schema": lock["schema"], "stages": {**kept, "transfer@gone-method": gone}},
+        sort_keys=False))
+    proc = repro(repo, fake_dvc(tmp_path, "exit 0"))
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert "dropped 1 entries" in err and "transfer@gone-method" in err
+    assert yaml.safe_load((repo / "dvc.lock").read_text())["stages"] == kept
+    # a run that fails leaves the lock alone
+    (repo / "dvc.lock").write_text((repo / "dvc.lock").read_text().replace(
+        "stages:\n", "stages:\n  transfer@gone-method:\n    cmd: x\n", 1))
+    proc = repro(repo, fake_dvc(tmp_path, "exit 1"))
+    proc.communicate(timeout=120)
+    assert "transfer@gone-method" in (repo / "dvc.lock").read_text()

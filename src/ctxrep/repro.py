@@ -13,6 +13,10 @@
 4. ``dvc exp run -S profile=<name>`` then runs, with no shell between us and it, with
    ``CTXREP_PIPELINE_RUN`` set to a fresh id: every stage's MLflow run of this pipeline run is
    nested under one parent run (``ctxrep.tracking.pipeline_key``).
+5. After a successful run, ``dvc.lock`` loses the entries of stages the pipeline no longer
+   defines (a cell of another profile's grid): DVC keeps them forever, so the lock would record
+   stages that did not run, and DVC re-reads and re-writes the whole lock after every stage.
+   The run cache still holds them: switching back restores those cells without running them.
 """
 
 from __future__ import annotations
@@ -73,6 +77,25 @@ def acquire_lock():
     return handle
 
 
+def prune_lock(root: Path = Path(".")) -> list[str]:
+    """Drop the ``dvc.lock`` entries of stages ``dvc.yaml`` no longer defines (with the current
+    params.yaml); returns their names."""
+    lock = root / "dvc.lock"
+    if not lock.exists():
+        return []
+    from dvc.repo import Repo
+    from dvc.utils.serialize import load_yaml, modify_yaml
+
+    with Repo(str(root)) as repo:
+        defined = {stage.name for stage in repo.index.stages}
+    stale = sorted(set(load_yaml(str(lock)).get("stages", {})) - defined)
+    if stale:
+        with modify_yaml(str(lock)) as data:  # DVC's own writer: the lock keeps its format
+            for name in stale:
+                del data["stages"][name]
+    return stale
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         say("usage: python -m ctxrep.repro PROFILE")
@@ -101,6 +124,14 @@ def main(argv: list[str]) -> int:
         reattach_head()
         lock.close()
     if rc == 0:
+        try:
+            stale = prune_lock()
+        except Exception as e:  # the run itself succeeded: say so, and why the lock was kept
+            say(f"WARNING: dvc.lock not pruned ({type(e).__name__}: {e})")
+            stale = []
+        if stale:
+            say(f"dvc.lock: dropped {len(stale)} entries of stages this pipeline no longer "
+                f"defines ({', '.join(stale[:3])}{', …' if len(stale) > 3 else ''})")
         say("done. Report: reports/report.md; numbers: dvc metrics show / dvc exp show")
     return rc
 

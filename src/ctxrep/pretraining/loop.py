@@ -203,19 +203,22 @@ class _Plans:
         self.cache: dict[int, list[list[int]]] = {}
 
     def __getitem__(self, epoch: int) -> list[list[int]]:
-        if epoch not in self.cache:
+        plan = self.cache.get(epoch)
+        if plan is None:
             if len(self.cache) > 2:  # keep memory bounded over long runs
                 self.cache.clear()
             plan = self.objective.plan(epoch)
             if not plan:
                 raise ValueError("the objective's plan for an epoch is empty (no training data?)")
             self.cache[epoch] = plan
-            if epoch == len(self.sizes):
-                self.sizes.append(len(plan))
-        return self.cache[epoch]
+        if epoch == len(self.sizes):
+            self.sizes.append(len(plan))
+        return plan
 
     def size(self, epoch: int) -> int:
-        return self.sizes[epoch] if epoch < len(self.sizes) else len(self[epoch])
+        while len(self.sizes) <= epoch:  # in order: sizes[e] is always epoch e's
+            self[len(self.sizes)]
+        return self.sizes[epoch]
 
 
 def _locate(step: int, plans: _Plans, grad_accum: int) -> list[list[int]]:
