@@ -31,7 +31,8 @@ with stage(f"learning_curve@{task}-{method}", None) as ctx:
                         cost.flops + cell.cost.flops)
     write_predictions(curve_dir(task, method), files)
     write_json(Path("metrics/learning_curves") / task / f"{method}.json",
-               {"task": task, "method": method, "fractions": curve.fractions, "points": points})
+               {"task": task, "method": method, "fractions": curve.fractions,
+                "points": [point.to_json() for point in points]})
     ctx.compute(amount=cost.amount, unit=cost.unit, params=cost.params, flops=cost.flops)
-    ctx.summary(**{f"fraction {pt['train_fraction']}": f"{pt['scores'][pt['primary']]['mean']:.4f}"
-                   for pt in points if "scores" in pt})
+    ctx.summary(**{f"fraction {point.train_fraction}": f"{point.mean:.4f}"
+                   for point in points if point.unavailable is None})

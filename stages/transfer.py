@@ -22,12 +22,12 @@ with stage(f"transfer@{task}-{method}", None) as ctx:
         "common": config.as_dict(common), method: config.as_dict(p)}})
     cell = run_cell(task, method, common, p, ctx.run)
     write_predictions(predictions_dir(task, method), cell.predictions)
-    write_json(Path("metrics/transfer") / task / f"{method}.json", cell.record)
-    write_seed_curves(task, method, cell.record)
+    record = cell.record
+    write_json(Path("metrics/transfer") / task / f"{method}.json", record.to_json())
+    write_seed_curves(task, method, record)
     cost = cell.cost
     ctx.compute(amount=cost.amount, unit=cost.unit, params=cost.params, flops=cost.flops)
-    if "unavailable" in cell.record:
-        ctx.summary(unavailable=cell.record["unavailable"])
+    if record.unavailable is not None:
+        ctx.summary(unavailable=record.unavailable)
     else:
-        headline = cell.record["scores"][cell.record["primary"]]
-        ctx.summary(**{cell.record["primary"]: f"{headline['mean']:.4f} ± {headline['std']:.4f}"})
+        ctx.summary(**{record.primary: f"{record.mean:.4f} ± {record.std:.4f}"})

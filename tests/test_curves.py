@@ -7,6 +7,7 @@ import pytest
 
 from ctxrep.pretraining.loop import TrainResult, write_eval_curve
 from ctxrep.transfer.curves import write_seed_curves
+from ctxrep.transfer.record import CellRecord
 
 
 def read_tsv(path):
@@ -14,12 +15,18 @@ def read_tsv(path):
         return list(csv.DictReader(f, delimiter="\t"))
 
 
+def cell(seeds: list[int], curves: list[dict] = (), **kw) -> CellRecord:
+    """An sst2/elmo cell record with only what the curve files read."""
+    return CellRecord(task="sst2", method="elmo", kind="classification", metric="accuracy",
+                      metrics=["accuracy"], primary="accuracy", eval_split="validation",
+                      seeds=seeds, curves=list(curves), **kw)
+
+
 def test_one_tsv_per_seed_with_the_records_curves(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    record = {"seeds": [3, 7], "curves": [
-        {"train_loss": [0.9, 0.7, 0.65], "dev": [0.5, 0.625, 0.6]},
-        {"train_loss": [0.8], "dev": [0.55]}]}  # seed 7 stopped after one epoch
-    folder = write_seed_curves("sst2", "elmo", record)
+    curves = [{"train_loss": [0.9, 0.7, 0.65], "dev": [0.5, 0.625, 0.6]},
+              {"train_loss": [0.8], "dev": [0.55]}]  # seed 7 stopped after one epoch
+    folder = write_seed_curves("sst2", "elmo", cell([3, 7], curves))
     assert sorted(p.name for p in folder.iterdir()) == ["seed3.tsv", "seed7.tsv"]
     rows = read_tsv(folder / "seed3.tsv")
     assert [int(r["epoch"]) for r in rows] == [1, 2, 3]
@@ -27,13 +34,13 @@ def test_one_tsv_per_seed_with_the_records_curves(tmp_path, monkeypatch):
     assert [float(r["train_loss"]) for r in rows] == [0.9, 0.7, 0.65]
     assert len(read_tsv(folder / "seed7.tsv")) == 1
     # rewritten whole: a seed that is gone leaves no file behind
-    write_seed_curves("sst2", "elmo", {"seeds": [3], "curves": record["curves"][:1]})
+    write_seed_curves("sst2", "elmo", cell([3], curves[:1]))
     assert [p.name for p in folder.iterdir()] == ["seed3.tsv"]
 
 
 def test_an_unavailable_task_leaves_an_empty_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    folder = write_seed_curves("wic", "elmo", {"seeds": [0], "unavailable": "no data"})
+    folder = write_seed_curves("wic", "elmo", cell([0], unavailable="no data"))
     assert folder.is_dir() and not list(folder.iterdir())
 
 
@@ -44,7 +51,7 @@ def test_an_unavailable_task_leaves_an_empty_folder(tmp_path, monkeypatch):
 def test_inconsistent_curves_are_an_error(tmp_path, monkeypatch, curves):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ValueError, match="sst2/elmo"):
-        write_seed_curves("sst2", "elmo", {"seeds": [0], "curves": curves})
+        write_seed_curves("sst2", "elmo", cell([0], curves))
     assert not (tmp_path / "metrics/curves/sst2/elmo").exists()
 
 

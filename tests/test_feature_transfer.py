@@ -80,7 +80,7 @@ def test_sentence_classifier_overfits(tmp_path):
                                     features=schemas.classification(["a", "b"]))
     out = fit(tmp_path, "classification", "accuracy", ds,
               lambda ex, f, j: one_hot(ex["label"]) if j == 0 else 0, 2)
-    assert out["scores"]["accuracy"] == 1.0
+    assert out.scores["accuracy"] == 1.0
 
 
 def test_pair_classifier_overfits(tmp_path):
@@ -92,7 +92,7 @@ def test_pair_classifier_overfits(tmp_path):
     def signal(ex, field, j):
         return one_hot(ex["label"]) if field == "text_pair" else 0
     out = fit(tmp_path, "pair_classification", "accuracy", ds, signal, 3)
-    assert out["scores"]["accuracy"] == 1.0
+    assert out.scores["accuracy"] == 1.0
 
 
 def test_pair_regressor_overfits_a_score_the_second_text_carries(tmp_path):
@@ -105,9 +105,9 @@ def test_pair_regressor_overfits_a_score_the_second_text_carries(tmp_path):
     def signal(ex, field, j):
         return np.full(DIM, ex["label"] - 3.0) if field == "text_pair" else 0
     out = fit(tmp_path, "regression", ("pearson_spearman",), ds, signal, 0)
-    assert all(isinstance(p, float) for p in out["predictions"])
-    assert out["scores"]["pearson"] > 0.99 and out["scores"]["spearman"] > 0.95
-    assert np.abs(np.array(out["predictions"]) - scores).max() < 0.5
+    assert all(isinstance(p, float) for p in out.predictions)
+    assert out.scores["pearson"] > 0.99 and out.scores["spearman"] > 0.95
+    assert np.abs(np.array(out.predictions) - scores).max() < 0.5
 
 
 def test_tagger_overfits_one_tag_per_word(tmp_path):
@@ -115,7 +115,7 @@ def test_tagger_overfits_one_tag_per_word(tmp_path):
     ds = datasets.Dataset.from_dict({"tokens": [[f"t{j}" for j in range(len(t))] for t in tags],
                                      "tags": tags}, features=schemas.tagging(["A", "B", "C", "D"]))
     out = fit(tmp_path, "tagging", "token_accuracy", ds, lambda ex, f, j: one_hot(ex["tags"][j]), 4)
-    assert out["scores"]["token_accuracy"] == 1.0
+    assert out.scores["token_accuracy"] == 1.0
 
 
 def test_word_in_context_overfits(tmp_path):
@@ -130,7 +130,7 @@ def test_word_in_context_overfits(tmp_path):
     # only the target word (index 4) carries the label, and only in sentence2
     out = fit(tmp_path, "word_in_context", "accuracy", ds,
               lambda ex, f, j: one_hot(ex["label"]) if (j == 4 and f == "sentence2") else 0, 2)
-    assert out["scores"]["accuracy"] == 1.0
+    assert out.scores["accuracy"] == 1.0
 
 
 def test_span_pointer_overfits(tmp_path):
@@ -153,7 +153,7 @@ def test_span_pointer_overfits(tmp_path):
         first = len(ex["context"][:starts[ex["id"]]].split())
         return one_hot(0) if j == first else one_hot(1) if j == first + 1 else 0
     out = fit(tmp_path, "span_qa", "squad", ds, signal, 0)
-    assert out["scores"]["exact_match"] == 100.0
+    assert out.scores["exact_match"] == 100.0
 
 
 def test_methods_combine_layers_as_named():
@@ -219,7 +219,7 @@ def test_a_static_cell_learns_from_the_word_vectors_it_is_given(tmp_path):
         out = run_feature_transfer("tagging", "token_accuracy", "static", None, splits,
                                    "validation", 3, params(epochs=8), 0, tmp_path / name,
                                    every, every, 0, vectors=vectors)
-        scores[name] = out["scores"]["token_accuracy"]
+        scores[name] = out.scores["token_accuracy"]
     tags = [t for s in evaluation["tags"] for t in s]
     majority = max(tags.count(t) for t in set(tags)) / len(tags)
     assert scores["informative"] == 1.0
@@ -290,7 +290,7 @@ def test_feature_tagger_converges_to_the_lookup_table(tmp_path):
                                params(epochs=60, batch_size=8, lr=0.01), 0, tmp_path / "ck",
                                train_idx, dev_idx, 3, vectors=word_vectors(VOCAB))
     assert lookup_acc == 1.0
-    assert out["scores"]["token_accuracy"] >= lookup_acc
+    assert out.scores["token_accuracy"] >= lookup_acc
 
 
 def test_model_selection_never_reads_the_evaluation_split(tmp_path, monkeypatch):
@@ -318,9 +318,9 @@ def test_model_selection_never_reads_the_evaluation_split(tmp_path, monkeypatch)
             "validation", 3, params(epochs=8), 0, tmp_path / f"ck{i}",
             *train_dev_indices(len(train), 0.2), 2, vectors=NO_VECTORS))
         assert calls[-1] == "validation" and calls.count("validation") == 1
-    assert runs[0]["curve"] == runs[1]["curve"]
-    assert runs[0]["best_epoch"] == runs[1]["best_epoch"]
-    assert runs[0]["scores"] != runs[1]["scores"]
+    assert runs[0].curve == runs[1].curve
+    assert runs[0].best_epoch == runs[1].best_epoch
+    assert runs[0].scores != runs[1].scores
 
 
 def test_early_stopping_stops_after_patience_epochs_without_gain():

@@ -186,24 +186,24 @@ def finetune(model_dir, tmp_path, kind, metric, dataset, seed=0, pretrained=True
 
 def test_classification_overfits(model_dir, tmp_path):
     out = finetune(model_dir, tmp_path, "classification", "accuracy", classification_set())
-    assert out["scores"]["accuracy"] == 1.0
-    assert out["steps"] == 30 * 3 and out["train_examples"] == 12
-    assert out["train_tokens"] > 0 and not (tmp_path / "ckpt-0").exists()
+    assert out.scores["accuracy"] == 1.0
+    assert out.steps == 30 * 3 and out.train_examples == 12
+    assert out.train_tokens > 0 and not (tmp_path / "ckpt-0").exists()
 
 
 def test_pair_classification_overfits(model_dir, tmp_path):
     out = finetune(model_dir, tmp_path, "pair_classification", "accuracy", pair_set(), epochs=60)
-    assert out["scores"]["accuracy"] == 1.0
+    assert out.scores["accuracy"] == 1.0
 
 
 def test_regression_overfits_the_pair_scores(model_dir, tmp_path):
     dataset = scored_set()
     out = finetune(model_dir, tmp_path, "regression", ("pearson_spearman",), dataset, epochs=60,
                    dropout=0.0)
-    assert all(isinstance(p, float) for p in out["predictions"])
-    assert out["scores"]["pearson"] > 0.95
+    assert all(isinstance(p, float) for p in out.predictions)
+    assert out.scores["pearson"] > 0.95
     # the mean training score as a constant would be off by 1.9 on average
-    errors = [abs(p - g) for p, g in zip(out["predictions"], dataset["label"])]
+    errors = [abs(p - g) for p, g in zip(out.predictions, dataset["label"])]
     assert sum(errors) / len(errors) < 0.75
 
 
@@ -222,9 +222,9 @@ def test_tagging_overfits_with_one_tag_per_word(model_dir, tmp_path):
         assert labelled == list(zip(first_positions, tags))
 
     out = finetune(model_dir, tmp_path, "tagging", "token_accuracy", dataset, epochs=40)
-    assert [len(p) for p in out["predictions"]] == [len(t) for t in dataset["tokens"]]
-    assert out["predictions"] == list(dataset["tags"])
-    assert out["scores"]["token_accuracy"] == 1.0
+    assert [len(p) for p in out.predictions] == [len(t) for t in dataset["tokens"]]
+    assert out.predictions == list(dataset["tags"])
+    assert out.scores["token_accuracy"] == 1.0
 
 
 def test_span_qa_windows_put_the_answer_in_a_later_window(model_dir):
@@ -258,14 +258,14 @@ def test_best_span_respects_order_and_length():
 
 def test_span_qa_overfits(model_dir, tmp_path):
     out = finetune(model_dir, tmp_path, "span_qa", "squad", qa_set())
-    assert out["predictions"][0] == "1907"  # found in a later window of a long context
-    assert out["scores"]["exact_match"] == 100.0
-    assert out["train_features"] > len(QA)
+    assert out.predictions[0] == "1907"  # found in a later window of a long context
+    assert out.scores["exact_match"] == 100.0
+    assert out.train_features > len(QA)
 
 
 def test_word_in_context_overfits(model_dir, tmp_path):
     out = finetune(model_dir, tmp_path, "word_in_context", "accuracy", wic_set())
-    assert out["scores"]["accuracy"] == 1.0
+    assert out.scores["accuracy"] == 1.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -288,9 +288,9 @@ def test_same_seed_same_result_other_seed_differs(model_dir, tmp_path):
                         seed=seed, epochs=2)
 
     first, second, other = short_run(0), short_run(0), short_run(1)
-    assert first["train_loss"] == second["train_loss"]
-    assert first["scores"] == second["scores"] and first["predictions"] == second["predictions"]
-    assert other["train_loss"] != first["train_loss"]
+    assert first.train_loss == second.train_loss
+    assert first.scores == second.scores and first.predictions == second.predictions
+    assert other.train_loss != first.train_loss
 
 
 def test_killed_run_resumes_to_the_same_result(model_dir, tmp_path, monkeypatch):
@@ -312,16 +312,16 @@ def test_killed_run_resumes_to_the_same_result(model_dir, tmp_path, monkeypatch)
     assert (tmp_path / "ckpt-0" / "step-00000006").is_dir()  # saved after epoch 2 (3 steps/epoch)
     monkeypatch.setattr(FinetuneObjective, "batch", real_batch)
     resumed = three_epochs()
-    assert resumed["resumed_from"] == 6 and uninterrupted["resumed_from"] == 0
-    assert resumed["train_loss"] == uninterrupted["train_loss"]
-    assert resumed["predictions"] == uninterrupted["predictions"]
+    assert resumed.resumed_from == 6 and uninterrupted.resumed_from == 0
+    assert resumed.train_loss == uninterrupted.train_loss
+    assert resumed.predictions == uninterrupted.predictions
 
 
 def test_scratch_run_trains_from_different_weights(model_dir, tmp_path):
     finetuned = finetune(model_dir, tmp_path, "classification", "accuracy", classification_set(), epochs=1)
     scratch = finetune(model_dir, tmp_path, "classification", "accuracy", classification_set(),
                        epochs=1, pretrained=False)
-    assert finetuned["train_loss"] != scratch["train_loss"]
+    assert finetuned.train_loss != scratch.train_loss
 
 
 def test_errors_are_clear(model_dir, tmp_path):

@@ -15,6 +15,7 @@ from ctxrep.config import METHODS
 from ctxrep.report import ReportInputError, build_report, load_inputs, write_report
 from ctxrep.report.build import FIGURES_DIR, REPORT_PATH, SUMMARY_PATH
 from ctxrep.report.plots import mean_layer_weights, normalised
+from ctxrep.transfer.record import CellRecord, MetricScores
 
 TASKS = ["sst2", "conll2003", "wic", "squad"]
 FALLBACK = "FALLBACK: the corpus is State of the Union addresses, not Wikipedia"
@@ -41,18 +42,29 @@ def write_predictions(root: Path, task: str, method: str, values: list[float]) -
               {"predictions": predictions, "references": references})
 
 
+def cell_record(task: str, method: str, values: list[float], metric="accuracy",
+                primary="accuracy", others: dict[str, list[float]] | None = None,
+                **fields) -> CellRecord:
+    """A cell whose seed s scored values[s] on ``primary`` (and ``others[key][s]`` on the
+    others); ``fields`` replace the record's defaults (no curves, no learned mix)."""
+    n = len(values)
+    scores = {key: MetricScores(statistics.mean(v), statistics.pstdev(v), list(v))
+              for key, v in {primary: values, **(others or {})}.items()}
+    defaults = {"kind": "classification", "metrics": [metric], "eval_split": "validation",
+                "best_epoch": [1] * n, "degenerate": [False] * n,
+                "mix_weights": {"input": [None] * n}, "train_examples": 100,
+                "dev_examples": 10, "eval_examples": N_EVAL}
+    return CellRecord(task=task, method=method, metric=metric, primary=primary,
+                      seeds=list(range(n)), scores=scores, **{**defaults, **fields})
+
+
 def write_cell(root: Path, task: str, method: str, values: list[float], metric="accuracy",
-               primary="accuracy", mix=None) -> None:
-    """One transfer cell in the transfer stage's format (with its predictions for accuracy)."""
+               primary="accuracy", **fields) -> None:
+    """One transfer cell as the transfer stage writes it (with its predictions for accuracy)."""
     if metric == "accuracy":
         write_predictions(root, task, method, values)
-    write(root, f"metrics/transfer/{task}/{method}.json", {
-        "task": task, "method": method, "kind": "classification", "metric": metric,
-        "primary": primary, "eval_split": "validation", "seeds": list(range(len(values))),
-        "scores": {primary: {"mean": statistics.mean(values), "std": statistics.pstdev(values),
-                             "values": values}},
-        "mix_weights": mix if mix is not None else {"input": [None] * len(values)},
-        "train_examples": 100})
+    write(root, f"metrics/transfer/{task}/{method}.json",
+          cell_record(task, method, values, metric, primary, **fields).to_json())
 
 
 def write_compute(root: Path, stage: str, wall_s: float, amount: int, unit: str,
@@ -84,13 +96,13 @@ def make_repo(root: Path, sst2_elmo=(0.80, 0.81, 0.79), sst2_static=(0.70, 0.71,
         write(root, f"metrics/pretrain_{model}_curve.tsv", "step\ttrain_loss\tlr\n" + rows)
     mix = {"input": [[0.2, 0.3, 0.5], [0.1, 0.3, 0.6], [0.3, 0.3, 0.4]]}
     write_cell(root, "sst2", "static", list(sst2_static))
-    write_cell(root, "sst2", "elmo", list(sst2_elmo), mix=mix)
-    write_cell(root, "sst2", "bert-feature", [0.75, 0.76, 0.77], mix=mix)
+    write_cell(root, "sst2", "elmo", list(sst2_elmo), mix_weights=mix)
+    write_cell(root, "sst2", "bert-feature", [0.75, 0.76, 0.77], mix_weights=mix)
     write_cell(root, "conll2003", "static", [0.60, 0.62], metric="seqeval_f1", primary="f1")
     write_cell(root, "conll2003", "elmo", [0.70, 0.72], metric="seqeval_f1", primary="f1",
-               mix={"input": [[0.5, 0.3, 0.2], [0.4, 0.4, 0.2]]})
+               mix_weights={"input": [[0.5, 0.3, 0.2], [0.4, 0.4, 0.2]]})
     write_cell(root, "squad", "elmo", [40.123456, 41.0], metric="squad", primary="f1",
-               mix={"input": [[0.3, 0.4, 0.3], [0.3, 0.4, 0.3]]})
+               mix_weights={"input": [[0.3, 0.4, 0.3], [0.3, 0.4, 0.3]]})
     write(root, "metrics/baselines/sst2.json", {
         "task": "sst2", "kind": "classification", "metric": "accuracy", "primary": "accuracy",
         "eval_split": "validation", "baselines": {"majority": {"accuracy": 0.5},
@@ -234,9 +246,7 @@ def test_baselines_stand_beside_every_method(tmp_path):
 
 def test_a_seed_that_predicts_one_label_is_flagged_degenerate(tmp_path):
     root = make_repo(tmp_path)
-    path = root / "metrics/transfer/sst2/static.json"
-    path.write_text(path.read_text().replace('"train_examples"', '"degenerate": [false, true, '
-                                                                'false], "train_examples"'))
+    write_cell(root, "sst2", "static", [0.70, 0.71, 0.72], degenerate=[False, True, False])
     report = report_for(root)
     assert report.summary["cells"]["sst2"]["static"]["degenerate"] is True
     assert "⚠ degenerate" in section(report.markdown, "### sst2 (accuracy)")
@@ -306,7 +316,7 @@ def test_pngs_are_byte_identical_across_renders(tmp_path):
 
 def test_pngs_change_when_a_number_does(tmp_path):
     a, b = make_repo(tmp_path / "a"), make_repo(tmp_path / "b")
-    write_cell(b, "sst2", "elmo", [0.8, 0.8], mix={"input": [[0.8, 0.1, 0.1]] * 2})
+    write_cell(b, "sst2", "elmo", [0.8, 0.8], mix_weights={"input": [[0.8, 0.1, 0.1]] * 2})
     for root in (a, b):
         write_report(report_for(root), root)
     png = FIGURES_DIR / "mix_weights_sst2.png"
@@ -372,15 +382,15 @@ def test_report_stage_end_to_end(tmp_path):
 
 def write_curve_point(root: Path, task: str, method: str, fraction: float, train_examples: int,
                       values: list[float]) -> dict:
-    """A learning-curve point's predictions (as write_predictions) and its record."""
+    """A learning-curve point's predictions (as write_predictions) and its record's JSON."""
     references = [i % 2 for i in range(N_EVAL)]
     for seed, value in enumerate(values):
         right = round(value * N_EVAL)
         write(root, f"data/learning_curves/{task}/{method}/fraction{fraction}/seed{seed}.json",
               {"predictions": [r if i < right else 1 - r for i, r in enumerate(references)],
                "references": references})
-    return {"train_fraction": fraction, "train_examples": train_examples,
-            "seeds": list(range(len(values))), "metric": "accuracy", "primary": "accuracy"}
+    return cell_record(task, method, values, train_fraction=fraction,
+                       train_examples=train_examples).to_json()
 
 
 @pytest.mark.parametrize("small_static,verdict", [((0.55, 0.56, 0.54), "reproduced"),
@@ -451,12 +461,8 @@ def test_a_regression_task_shows_pearson_its_ci_spearman_and_its_baselines(tmp_p
         preds = (np.array(gold) + rng.normal(0, 1, N_EVAL)).tolist()
         write(root, f"data/predictions/sick_r/elmo/seed{seed}.json",
               {"predictions": preds, "references": gold})
-    write(root, "metrics/transfer/sick_r/elmo.json", {
-        "task": "sick_r", "method": "elmo", "kind": "regression", "metric": "pearson_spearman",
-        "metrics": ["pearson_spearman"], "primary": "pearson", "eval_split": "validation",
-        "seeds": [0, 1], "scores": {"pearson": {"mean": 0.75, "std": 0.01, "values": [0.74, 0.76]},
-                                    "spearman": {"mean": 0.7, "std": 0.0, "values": [0.7, 0.7]}},
-        "train_examples": 100})
+    write_cell(root, "sick_r", "elmo", [0.74, 0.76], "pearson_spearman", "pearson",
+               others={"spearman": [0.7, 0.7]}, kind="regression")
     write(root, "metrics/baselines/sick_r.json", {
         "task": "sick_r", "kind": "regression", "metric": "pearson_spearman",
         "primary": "pearson", "eval_split": "validation",
@@ -476,12 +482,8 @@ def test_a_regression_task_shows_pearson_its_ci_spearman_and_its_baselines(tmp_p
 
 def test_the_primary_metric_named_by_the_registry_leads_and_the_others_follow(tmp_path):
     root = make_repo(tmp_path)
-    write(root, "metrics/transfer/cola/static.json", {
-        "task": "cola", "method": "static", "kind": "classification",
-        "metric": "matthews_correlation", "metrics": ["matthews_correlation", "accuracy"],
-        "primary": "matthews_correlation", "eval_split": "validation", "seeds": [0],
-        "scores": {"matthews_correlation": {"mean": 0.2, "std": 0.0, "values": [0.2]},
-                   "accuracy": {"mean": 0.65, "std": 0.0, "values": [0.65]}}})
+    write_cell(root, "cola", "static", [0.2], "matthews_correlation", "matthews_correlation",
+               others={"accuracy": [0.65]}, metrics=["matthews_correlation", "accuracy"])
     markdown = build_report(load_inputs(root, ["cola"], ["static"])).markdown
     assert "| static | 20.0 ± 0.0 | 1 | — | accuracy 65.0 |" in \
         section(markdown, "### cola (matthews_correlation)")

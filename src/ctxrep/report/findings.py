@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ctxrep.analysis.claims import FIRST_LAYER, LAYER_CLAIMS
-from ctxrep.report.inputs import TransferResult
 from ctxrep.report.tables import percent_scale
+from ctxrep.transfer.record import CellRecord
 
 
 @dataclass(frozen=True)
@@ -45,14 +45,14 @@ class Finding:
     sentence: str
 
 
-def describe(cell: TransferResult) -> str:
+def describe(cell: CellRecord) -> str:
     """``61.25 ± 1.20 over 3 seeds`` (percent)."""
     scale = percent_scale(cell.metric)
     spread = f" ± {cell.std * scale:.2f}" if cell.n_seeds > 1 else ""
     return f"{cell.mean * scale:.2f}{spread} over {cell.n_seeds} seed{'s' * (cell.n_seeds > 1)}"
 
 
-def compare(claim: Claim, task: str, better: TransferResult, worse: TransferResult) -> Finding:
+def compare(claim: Claim, task: str, better: CellRecord, worse: CellRecord) -> Finding:
     """``better`` should score above ``worse``: did it?"""
     scale = percent_scale(better.metric)
     gap = abs(better.mean - worse.mean) * scale
@@ -68,7 +68,7 @@ def compare(claim: Claim, task: str, better: TransferResult, worse: TransferResu
     return Finding(better.mean > worse.mean, f"{sentence}. Claim: {claim.statement}.")
 
 
-def transfer_findings(tasks: list[str], transfer: dict[str, dict[str, TransferResult]],
+def transfer_findings(tasks: list[str], transfer: dict[str, dict[str, CellRecord]],
                       claims=CLAIMS) -> list[Finding]:
     """One finding per claim and task where both cells exist."""
     findings = []

@@ -9,11 +9,12 @@ Paths (relative to the repo root):
     metrics/tokenize.json, metrics/pretrain_bilm.json, metrics/pretrain_bert.json,
     metrics/pretrain_static.json (the static word vectors: no curve)
     metrics/pretrain_{bilm,bert}_curve.tsv            header: step  train_loss  lr
-    metrics/transfer/<task>/<method>.json             one transfer cell (see TransferResult)
+    metrics/transfer/<task>/<method>.json             one transfer cell (a CellRecord)
     metrics/baselines/<task>.json                     the task's trivial baselines
     data/predictions/<task>/<method>/seed<N>.json     a cell's predictions, one file per seed
     data/predictions/<task>/baselines/<name>.json     a baseline's predictions
-    metrics/learning_curves/<task>/<method>.json      a learning curve's points (fractions < 1)
+    metrics/learning_curves/<task>/<method>.json      a learning curve's points (CellRecords
+                                                      of fractions < 1)
     data/learning_curves/<task>/<method>/fraction<f>/seed<N>.json   their predictions
     metrics/probe/<model>.json                        per-layer probe scores
     data/predictions/probe/<model>/<task>.json        per-layer probe predictions, per example
@@ -30,20 +31,12 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxrep.errors import InputError
+from ctxrep.transfer.record import CellRecord, ReportInputError, number, require
 
 PRETRAIN_MODELS = ("bilm", "bert")
 COMPUTE_DIR = Path("reports/compute")  # written by ctxrep.stage
 WEIGHTS_DIR = Path("reports/weights")  # written by the pretraining stages (ctxrep.published)
 PROBE_MODELS = ("bilm", "bert")
-
-
-class ReportInputError(InputError):
-    """An input file exists but is malformed."""
-
-    def __init__(self, path: Path, problem: str):
-        self.path = path
-        super().__init__(f"{path}: {problem}")
 
 
 def read_json(path: Path) -> dict | None:
@@ -57,18 +50,6 @@ def read_json(path: Path) -> dict | None:
     if not isinstance(data, dict):
         raise ReportInputError(path, f"expected a JSON object, got {type(data).__name__}")
     return data
-
-
-def require(data: dict, path: Path, *keys: str) -> None:
-    missing = [k for k in keys if k not in data]
-    if missing:
-        raise ReportInputError(path, f"missing key(s) {missing}")
-
-
-def number(value, path: Path, key: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ReportInputError(path, f"'{key}' = {value!r}: expected a number")
-    return float(value)
 
 
 @dataclass
@@ -98,49 +79,9 @@ def read_curve(path: Path) -> Curve | None:
     return curve
 
 
-@dataclass
-class TransferResult:
-    """One ``metrics/transfer/<task>/<method>.json`` cell."""
-
-    task: str
-    method: str
-    metric: str                     # metric module, e.g. "squad"
-    primary: str                    # key of the headline number, e.g. "f1"
-    mean: float
-    std: float
-    n_seeds: int
-    mix_weights: dict[str, list[list[float]]] = field(default_factory=dict)
-    train_examples: int | None = None
-    degenerate: list[bool] = field(default_factory=list)   # per seed: one label for all
-    curves: list[dict] = field(default_factory=list)       # per seed: train_loss, dev per epoch
-    best_epoch: list[int] = field(default_factory=list)
-    seeds: list[int] = field(default_factory=list)
-    others: dict[str, float] = field(default_factory=dict)  # the other metrics' seed means
-
-
-def read_transfer(path: Path) -> TransferResult:
-    data = read_json(path)
-    require(data, path, "task", "method", "metric", "primary", "seeds", "scores")
-    task, method = path.parent.name, path.stem
-    if (data["task"], data["method"]) != (task, method):
-        raise ReportInputError(path, f"holds task/method {data['task']!r}/{data['method']!r}, "
-                                     f"but its path says {task!r}/{method!r}")
-    primary = data["primary"]
-    scores = data["scores"].get(primary) if isinstance(data["scores"], dict) else None
-    if not isinstance(scores, dict):
-        raise ReportInputError(path, f"scores has no entry for the primary metric {primary!r}")
-    require(scores, path, "mean", "std")
-    mix = read_mix_weights(data.get("mix_weights"), path)
-    others = {key: number(entry["mean"], path, f"scores.{key}.mean")
-              for key, entry in sorted(data["scores"].items())
-              if key != primary and isinstance(entry, dict) and "mean" in entry}
-    return TransferResult(
-        task=task, method=method, metric=data["metric"], primary=primary,
-        mean=number(scores["mean"], path, f"scores.{primary}.mean"),
-        std=number(scores["std"], path, f"scores.{primary}.std"),
-        n_seeds=len(data["seeds"]), mix_weights=mix, train_examples=data.get("train_examples"),
-        degenerate=list(data.get("degenerate", [])), curves=list(data.get("curves", [])),
-        best_epoch=list(data.get("best_epoch", [])), seeds=list(data["seeds"]), others=others)
+def read_cell(path: Path) -> CellRecord:
+    """The transfer cell in ``path`` (which exists)."""
+    return CellRecord.from_json(read_json(path), path)
 
 
 @dataclass
@@ -198,15 +139,16 @@ def read_learning_curves(root: Path, tasks: list[str], methods: list[str]) -> di
                 continue
             require(record, path, "points")
             points = []
-            for point in record["points"]:
-                if "unavailable" in point:
+            for data in record["points"]:
+                require(data, path, "train_fraction")
+                point = CellRecord.from_json(data, path)
+                if point.unavailable is not None:
                     continue
-                require(point, path, "train_fraction", "train_examples", "seeds")
                 folder = (root / "data" / "learning_curves" / task / method
-                          / f"fraction{point['train_fraction']}")
-                files = [folder / f"seed{seed}.json" for seed in point["seeds"]]
+                          / f"fraction{point.train_fraction}")
+                files = [folder / f"seed{seed}.json" for seed in point.seeds]
                 if all(f.exists() for f in files):
-                    points.append(CurvePoint(int(point["train_examples"]),
+                    points.append(CurvePoint(int(point.train_examples),
                                              [read_predictions(f) for f in files]))
             if points:
                 curves.setdefault(task, {})[method] = points
@@ -228,29 +170,6 @@ def read_probe_predictions(root: Path) -> dict:
                                                  f"{len(data['references'])} references")
             out.setdefault(model, {})[path.stem] = data
     return out
-
-
-def read_mix_weights(mix, path: Path) -> dict[str, list[list[float]]]:
-    """``{position: [[weight per layer] per seed]}``; a position whose seeds are all ``null``
-    (a method without a learned mix, e.g. ``static``) is dropped."""
-    if mix is None:
-        return {}
-    expected = "mix_weights: expected {position: [[weight per layer] or null, per seed]}"
-    if not isinstance(mix, dict) or not all(isinstance(rows, list) for rows in mix.values()):
-        raise ReportInputError(path, expected)
-    out = {}
-    for position, rows in mix.items():
-        if all(row is None for row in rows):
-            continue
-        if not rows or not all(_is_vector(row) for row in rows):
-            raise ReportInputError(path, f"{expected}; got {rows!r} for {position!r}")
-        out[position] = rows
-    return out
-
-
-def _is_vector(row) -> bool:
-    return (isinstance(row, list) and bool(row)
-            and all(isinstance(w, (int, float)) and not isinstance(w, bool) for w in row))
 
 
 def read_probe(path: Path) -> dict | None:
@@ -332,7 +251,7 @@ class ReportInputs:
     tokenize: dict | None
     pretrain: dict[str, dict | None]          # bilm, bert, static -> metrics/pretrain_<it>.json
     curves: dict[str, Curve | None]           # model -> loss curve
-    transfer: dict[str, dict[str, TransferResult]]   # task -> method -> cell
+    transfer: dict[str, dict[str, CellRecord]]   # task -> method -> cell
     probes: dict[str, dict | None]            # model -> metrics/probe/<model>.json
     corpus_manifest: dict | None
     task_manifests: dict[str, dict | None]
@@ -351,9 +270,9 @@ def read_transfer_grid(root: Path, tasks: list[str], methods: list[str]) -> dict
     an unavailable task records why, and the report says so from the task's manifest)."""
     grid = {}
     for task in tasks:
-        cells = {m: read_transfer(p) for m in methods
-                 if (p := root / "metrics" / "transfer" / task / f"{m}.json").exists()
-                 and "unavailable" not in (read_json(p) or {})}
+        files = [root / "metrics" / "transfer" / task / f"{m}.json" for m in methods]
+        cells = {cell.method: cell for cell in (read_cell(p) for p in files if p.exists())
+                 if cell.unavailable is None}
         if cells:
             grid[task] = cells
     return grid

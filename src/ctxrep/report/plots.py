@@ -17,7 +17,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from ctxrep.io import atomic_file
-from ctxrep.report.inputs import Curve, TransferResult
+from ctxrep.report.inputs import Curve
+from ctxrep.transfer.record import CellRecord
 
 DPI = 100
 PANEL_SIZE = (4.5, 3.2)   # inches per panel
@@ -119,11 +120,11 @@ def mean_layer_weights(per_seed: list[list[float]]) -> np.ndarray:
     return np.mean([normalised(row) for row in per_seed], axis=0)
 
 
-def mix_series(cells: dict[str, TransferResult]) -> dict[str, np.ndarray]:
+def mix_series(cells: dict[str, CellRecord]) -> dict[str, np.ndarray]:
     """Label ("elmo", "elmo-io input", ...) → mean normalised weights, learned mixes only."""
     series = {}
     for method in LEARNED_MIX_METHODS:
-        mix = cells[method].mix_weights if method in cells else {}
+        mix = cells[method].learned_mix if method in cells else {}
         for position, per_seed in sorted(mix.items()):
             label = method if len(mix) == 1 else f"{method} {position}"
             series[label] = mean_layer_weights(per_seed)
@@ -131,7 +132,7 @@ def mix_series(cells: dict[str, TransferResult]) -> dict[str, np.ndarray]:
 
 
 @default_style
-def mix_weights(task: str, cells: dict[str, TransferResult]) -> Figure | None:
+def mix_weights(task: str, cells: dict[str, CellRecord]) -> Figure | None:
     """Grouped bars: the learned softmax weight of each layer, per method (mean over seeds);
     dashed: the equal mix 1 / n_layers."""
     series = mix_series(cells)
@@ -154,7 +155,7 @@ def mix_weights(task: str, cells: dict[str, TransferResult]) -> Figure | None:
 
 
 @default_style
-def transfer_curves(tasks: list[str], transfer: dict[str, dict[str, TransferResult]]) -> Figure | None:
+def transfer_curves(tasks: list[str], transfer: dict[str, dict[str, CellRecord]]) -> Figure | None:
     """Two rows of panels, one column per task: the first seed's train loss (top) and dev
     score (bottom) per epoch, one line per method; a marker at the epoch kept."""
     shown = [t for t in tasks if any(c.curves for c in transfer.get(t, {}).values())]

@@ -11,14 +11,14 @@ rounded to 4 decimals; keys are written sorted, so the file changes exactly when
 
 from __future__ import annotations
 
-from ctxrep.report.inputs import TransferResult
+from ctxrep.transfer.record import CellRecord
 
 DECIMALS = 4
 # ctxrep.analysis.claims's verdicts: each one's count is a metric, zero included
 VERDICTS = ("reproduced", "contradicted", "inconclusive")
 
 
-def summarise(transfer: dict[str, dict[str, TransferResult]], extras: dict | None = None) -> dict:
+def summarise(transfer: dict[str, dict[str, CellRecord]], extras: dict | None = None) -> dict:
     """``extras`` (see ``report.evidence.summary_extras``): baselines, per-cell CIs, claims."""
     extras = extras or {}
     ci95 = extras.get("ci95", {})

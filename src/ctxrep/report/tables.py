@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ctxrep.report.inputs import TransferResult
+from ctxrep.transfer.record import CellRecord
 from ctxrep.report.published import PUBLISHED, published
 
 MISSING = "—"
@@ -40,7 +40,7 @@ def percent_scale(metric: str) -> float:
     return 1.0 if metric == "squad" else 100.0
 
 
-def fmt_score(cell: TransferResult, decimals: int = 1) -> str:
+def fmt_score(cell: CellRecord, decimals: int = 1) -> str:
     """``mean ± std (n)`` in percent; no ± for a single seed."""
     scale = percent_scale(cell.metric)
     mean = f"{cell.mean * scale:.{decimals}f}"
@@ -62,7 +62,7 @@ def published_methods(spec: TableSpec) -> list[str]:
 
 
 def results_table(spec: TableSpec, tasks: list[str],
-                  transfer: dict[str, dict[str, TransferResult]]) -> str:
+                  transfer: dict[str, dict[str, CellRecord]]) -> str:
     """Our cells per task and method, then the published numbers of the same cells."""
     paper = published_methods(spec)
     header = ["task", "metric", *spec.methods, *(f"paper: {m}" for m in paper)]

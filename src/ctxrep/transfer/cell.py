@@ -1,6 +1,7 @@
 """One transfer grid cell: a task, a method, every seed; the record the report reads.
 
-The record (``metrics/transfer/<task>/<method>.json``) holds the per-seed scores and their mean
+The record (:class:`~ctxrep.transfer.record.CellRecord`, written to
+``metrics/transfer/<task>/<method>.json``) holds the per-seed scores and their mean
 and standard deviation, each seed's best epoch and its train-loss / dev-score curve per epoch,
 whether a seed predicted one class for everything (``degenerate``), the learned scalar-mix
 weights of the feature-based methods, the share of evaluation words that have no static word
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +34,7 @@ from ctxrep.transfer.feature_train import run_feature_transfer
 from ctxrep.transfer.features import FeatureStore, task_words
 from ctxrep.transfer.finetune import run_finetune
 from ctxrep.transfer.kinds import FIELDS, is_degenerate, n_labels
+from ctxrep.transfer.record import CellRecord, MetricScores
 from ctxrep.transfer.scoring import primary_key, readable, references
 from ctxrep.transfer.selection import nested_subset, train_dev_indices
 
@@ -55,7 +56,7 @@ class CellCost:
 
 @dataclass
 class Cell:
-    record: dict
+    record: CellRecord
     cost: CellCost = field(default_factory=CellCost)
     predictions: dict[str, dict] = field(default_factory=dict)  # file name → saved predictions
 
@@ -79,15 +80,14 @@ def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None,
     ``eval_<score>`` to a nested run of its own, and the cell's run gets ``eval_<score>_mean``
     / ``_std``."""
     task_spec = spec(task)
-    record = {"task": task, "method": method, "kind": task_spec.kind, "metric": task_spec.metric,
+    header = {"task": task, "method": method, "kind": task_spec.kind, "metric": task_spec.metric,
               "metrics": list(task_spec.metrics), "primary": primary_key(task_spec.metrics),
-              "eval_split": common.eval_split, "seeds": common.seeds}
-    if train_fraction != 1.0:
-        record["train_fraction"] = train_fraction
+              "eval_split": common.eval_split, "seeds": common.seeds,
+              "train_fraction": None if train_fraction == 1.0 else train_fraction}
     try:
         splits = load_task(task, common)
     except TaskUnavailable as e:
-        return Cell({**record, "unavailable": str(e)},
+        return Cell(CellRecord(**header, unavailable=str(e)),
                     predictions={"unavailable.json": {"reason": str(e)}})
     eval_split = next(s for s in splits if s != "train")
     inputs = [task_dir(task) / "MANIFEST.json", *input_paths(task, method)]
@@ -122,8 +122,8 @@ def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None,
                                       method == "bert-finetune", p, seed, ckpt, train_idx,
                                       dev_idx, common.patience, seed_run)
             if seed_run is not None:
-                seed_run.log_metrics({**{f"eval_{k}": v for k, v in result["scores"].items()},
-                                      "best_epoch": result["best_epoch"]})
+                seed_run.log_metrics({**{f"eval_{k}": v for k, v in result.scores.items()},
+                                      "best_epoch": result.best_epoch})
         runs.append(result)
     shutil.rmtree(ckpt_root, ignore_errors=True)  # every seed finished: nothing to resume
 
@@ -131,32 +131,29 @@ def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None,
     predictions = {
         f"seed{seed}.json": {"task": task, "method": method, "seed": seed,
                              "eval_split": eval_split, "references": gold,
-                             "predictions": readable(kind, splits[eval_split], r["predictions"])}
+                             "predictions": readable(kind, splits[eval_split], r.predictions)}
         for seed, r in zip(common.seeds, runs)}
 
-    record["scores"] = {k: {"mean": round(statistics.fmean(r["scores"][k] for r in runs), 6),
-                            "std": round(statistics.stdev(r["scores"][k] for r in runs), 6)
-                            if len(runs) > 1 else 0.0,
-                            "values": [round(r["scores"][k], 6) for r in runs]}
-                        for k in sorted(runs[0]["scores"])}
+    oov_rate = None
+    if vectors is not None:  # the evaluation words with no static vector (x_k = 0)
+        oov_rate = round(vectors.oov_rate(
+            task_words(ex, f) for f in FIELDS[kind] for ex in splits[eval_split]), 6)
+    record = CellRecord(
+        **header,
+        scores={k: MetricScores.over_seeds([r.scores[k] for r in runs])
+                for k in sorted(runs[0].scores)},
+        best_epoch=[r.best_epoch for r in runs],
+        curves=[r.curve for r in runs],
+        degenerate=[is_degenerate(kind, r.predictions) for r in runs],
+        mix_weights=None if runs[0].mix_weights is None else {
+            part: [r.mix_weights[part] for r in runs] for part in runs[0].mix_weights},
+        train_examples=len(train_idx), dev_examples=len(dev_idx),
+        eval_examples=len(splits[eval_split]), word_vector_oov_rate=oov_rate)
     if run is not None:
         prefix = "" if train_fraction == 1.0 else f"fraction{train_fraction}."
-        run.log_metrics({f"{prefix}eval_{k}_{stat}": v[stat] for k, v in record["scores"].items()
-                         for stat in ("mean", "std")})
-    record["best_epoch"] = [r["best_epoch"] for r in runs]
-    record["curves"] = [r["curve"] for r in runs]
-    record["degenerate"] = [is_degenerate(kind, r["predictions"]) for r in runs]
-    if "mix_weights" in runs[0]:
-        record["mix_weights"] = {part: [r["mix_weights"][part] for r in runs]
-                                 for part in runs[0]["mix_weights"]}
-    record["train_examples"] = len(train_idx)
-    record["dev_examples"] = len(dev_idx)
-    record["eval_examples"] = len(splits[eval_split])
-    if vectors is not None:  # the evaluation words with no static vector (x_k = 0)
-        record["word_vector_oov_rate"] = round(vectors.oov_rate(
-            task_words(ex, f) for f in FIELDS[kind] for ex in splits[eval_split]), 6)
-    cost = CellCost(amount=sum(r["train_tokens"] for r in runs),
+        run.log_metrics({f"{prefix}eval_{k}_{stat}": getattr(v, stat)
+                         for k, v in record.scores.items() for stat in ("mean", "std")})
+    cost = CellCost(amount=sum(r.train_tokens for r in runs),
                     unit="words" if method in config.FEATURE_METHODS else "sub-word tokens",
-                    params=runs[0]["trainable_params"], flops=sum(r["train_flops"] for r in runs))
+                    params=runs[0].trainable_params, flops=sum(r.train_flops for r in runs))
     return Cell(record, cost, predictions)
-

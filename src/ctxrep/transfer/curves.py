@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ctxrep.io import atomic_dir
+from ctxrep.transfer.record import CellRecord
 
 CURVES = Path("metrics/curves")
 
@@ -21,16 +22,15 @@ def curves_dir(task: str, method: str) -> Path:
     return CURVES / task / method
 
 
-def write_seed_curves(task: str, method: str, record: dict) -> Path:
-    """Write one TSV per seed of ``record`` (a cell record: ``seeds`` and ``curves``) into the
-    cell's curves folder, replaced whole; a cell with no curves (task unavailable) leaves the
-    folder empty. Returns the folder."""
+def write_seed_curves(task: str, method: str, record: CellRecord) -> Path:
+    """Write one TSV per seed of ``record`` into the cell's curves folder, replaced whole; a
+    cell with no curves (task unavailable) leaves the folder empty. Returns the folder."""
     folder = curves_dir(task, method)
-    curves = record.get("curves", [])
-    if curves and len(curves) != len(record["seeds"]):
-        raise ValueError(f"{task}/{method}: {len(curves)} curves for seeds {record['seeds']}")
+    curves = record.curves
+    if curves and len(curves) != len(record.seeds):
+        raise ValueError(f"{task}/{method}: {len(curves)} curves for seeds {record.seeds}")
     with atomic_dir(folder) as tmp:
-        for seed, curve in zip(record["seeds"], curves):
+        for seed, curve in zip(record.seeds, curves):
             losses, dev = curve["train_loss"], curve["dev"]
             if len(losses) != len(dev):
                 raise ValueError(f"{task}/{method} seed {seed}: {len(losses)} epochs of training "

@@ -26,6 +26,7 @@ from ctxrep.transfer import feature_models as M
 from ctxrep.transfer.data import training_batches
 from ctxrep.transfer.features import FeatureStore, task_words
 from ctxrep.transfer.kinds import FIELDS, answer_words, best_span, target_word
+from ctxrep.transfer.record import SeedResult
 from ctxrep.transfer.scoring import primary_key, score
 from ctxrep.transfer.selection import BestOnDev, SelectsOnDev, epoch_losses
 
@@ -214,7 +215,7 @@ class FeatureTaskObjective(SelectsOnDev):
 def run_feature_transfer(kind: str, metric: str | Sequence[str], method: str, store: FeatureStore | None,
                          splits: dict, eval_split: str, n_labels: int, p, seed: int,
                          ckpt_dir: Path, train_idx: list[int], dev_idx: list[int], patience: int,
-                         run=None, vectors: WordVectors | None = None) -> dict:
+                         run=None, vectors: WordVectors | None = None) -> SeedResult:
     """Train ``method`` on ``store``'s model features and/or the word ``vectors`` (x_k), select
     its epoch on dev, score it on ``eval_split``."""
     torch.manual_seed(seed)
@@ -239,10 +240,12 @@ def run_feature_transfer(kind: str, metric: str | Sequence[str], method: str, st
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     # Training FLOPs ~ 6 x weights x tokens (forward 2, backward 4 per weight and token; the
     # frozen features were computed once, by extract). Heads run per sentence: a slight over-count.
-    return {"scores": scores, "predictions": predictions, "mix_weights": model.encoder.mix_weights(),
-            "steps": result.steps, "train_tokens": result.train_tokens,
-            "best_epoch": objective.selection.best_epoch,
-            "curve": {"train_loss": epoch_losses(result.curve, steps_per_epoch),
-                      "dev": [round(x, 6) for x in objective.selection.history]},
-            "trainable_params": trainable, "train_flops": 6.0 * trainable * result.train_tokens,
-            "seconds": result.train_seconds}
+    return SeedResult(
+        scores=scores, predictions=predictions, best_epoch=objective.selection.best_epoch,
+        curve={"train_loss": epoch_losses(result.curve, steps_per_epoch),
+               "dev": [round(x, 6) for x in objective.selection.history]},
+        train_examples=len(train_idx), steps=result.steps, train_tokens=result.train_tokens,
+        trainable_params=trainable, train_flops=6.0 * trainable * result.train_tokens,
+        train_loss=result.curve[-1][1] if result.curve else float("nan"),
+        resumed_from=result.resumed_from, seconds=result.train_seconds,
+        mix_weights=model.encoder.mix_weights())

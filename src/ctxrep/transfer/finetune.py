@@ -34,6 +34,7 @@ from ctxrep.models.bert_hf import config_from_hf, load_pretrained
 from ctxrep.pretraining.loop import LoopConfig, train
 from ctxrep.transfer.data import training_batches
 from ctxrep.transfer.finetune_tasks import Feature, TaskFormat, make_task_format
+from ctxrep.transfer.record import SeedResult
 from ctxrep.transfer.scoring import primary_key, score
 from ctxrep.transfer.selection import BestOnDev, SelectsOnDev, epoch_losses
 
@@ -189,7 +190,7 @@ def remove_checkpoints(ckpt_dir: Path) -> None:
 def run_finetune(kind: str, metric: str | Sequence[str], splits: dict, eval_split: str, model_dir: Path,
                  pretrained: bool, p: FinetuneTransferParams, seed: int, ckpt_dir: Path,
                  train_idx: list[int], dev_idx: list[int], patience: int,
-                 run=None, device=None) -> dict:
+                 run=None, device=None) -> SeedResult:
     """Fine-tune BERT from ``model_dir`` (``pretrained``) or from a seeded random init of the
     same config on the ``train_idx`` rows of ``splits["train"]``, select the best epoch on its
     ``dev_idx`` rows, and score ``splits[eval_split]`` with ``metric`` once, at the end.
@@ -200,11 +201,8 @@ def run_finetune(kind: str, metric: str | Sequence[str], splits: dict, eval_spli
     training ends (``ckpt_dir`` must be this run's own: a step folder left there by another
     run would be resumed).
 
-    Returns {"scores", "predictions" (one per eval example), "best_epoch", "curve"
-    ({"train_loss", "dev"} per epoch), "train_examples", "train_features", "steps",
-    "train_tokens", "trainable_params", "train_flops" (the encoder's, at the mean feature
-    length; the small head is not counted), "train_loss" (last step's), "resumed_from"
-    (step; 0 = fresh), "seconds"}.
+    The result's ``train_flops`` are the encoder's, at the mean feature length (the small head
+    is not counted); ``train_features`` counts the sequences trained on.
     """
     started = time.perf_counter()
     if kind not in KINDS:
@@ -253,22 +251,22 @@ def run_finetune(kind: str, metric: str | Sequence[str], splits: dict, eval_spli
     model.eval()
     predictions = objective.predict(eval_features, eval_set)
     mean_length = sum(len(f["input_ids"]) for f in train_features) / len(train_features)
-    return {
-        "scores": score(kind, metric, eval_set, predictions),
-        "predictions": predictions,
-        "best_epoch": objective.selection.best_epoch,
-        "curve": {"train_loss": epoch_losses(result.curve, batches_per_epoch),
-                  "dev": [round(x, 6) for x in objective.selection.history]},
-        "train_examples": len(train_set),
-        "train_features": len(train_features),
-        "steps": result.steps,
-        "train_tokens": result.train_tokens,
-        "trainable_params": sum(p.numel() for p in model.parameters() if p.requires_grad),
-        "train_flops": result.train_tokens * flops_per_token(config, round(mean_length), 0.0),
-        "train_loss": result.curve[-1][1] if result.curve else float("nan"),
-        "resumed_from": result.resumed_from,
-        "seconds": time.perf_counter() - started,
-    }
+    return SeedResult(
+        scores=score(kind, metric, eval_set, predictions),
+        predictions=predictions,
+        best_epoch=objective.selection.best_epoch,
+        curve={"train_loss": epoch_losses(result.curve, batches_per_epoch),
+               "dev": [round(x, 6) for x in objective.selection.history]},
+        train_examples=len(train_set),
+        steps=result.steps,
+        train_tokens=result.train_tokens,
+        trainable_params=sum(p.numel() for p in model.parameters() if p.requires_grad),
+        train_flops=result.train_tokens * flops_per_token(config, round(mean_length), 0.0),
+        train_loss=result.curve[-1][1] if result.curve else float("nan"),
+        resumed_from=result.resumed_from,
+        seconds=time.perf_counter() - started,
+        train_features=len(train_features),
+    )
 
 
 __all__ = ["run_finetune", "build_encoder", "load_tokenizer", "read_bert_config", "FinetuneModel",
