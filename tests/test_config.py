@@ -2,15 +2,17 @@
 that name the key, and profile names that cannot reach a shell or a path outside conf/."""
 
 import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
 
 from ctxrep import config
 from ctxrep.config import ParamError
-from tests.conftest import REPO
+from tests.conftest import REPO, scratch_repo
 
 
 def compose(tmp_path, profile, *overrides):
@@ -122,20 +124,28 @@ def test_model_config_contradictions_are_reported_under_the_params_key():
     assert e.value.key.startswith("pretrain_bert.")
 
 
-def _make_repro(profile: str) -> subprocess.CompletedProcess:
-    """`make repro PROFILE=<profile>` with DVC replaced by echo: what reaches DVC, if anything."""
+def _make_repro(repo, profile: str) -> subprocess.CompletedProcess:
+    """`make repro PROFILE=<profile>` in the scratch checkout ``repo`` with DVC replaced by echo:
+    what reaches DVC, if anything. ``-o`` keeps make from reinstalling the linked ``.venv``."""
     env = {**os.environ, "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
-    return subprocess.run(["make", "-s", "repro", f"PROFILE={profile}", "DVC=echo"], cwd=REPO,
-                           env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(["make", "-s", "-o", ".venv/.installed", "repro", f"PROFILE={profile}",
+                           "DVC=echo"], cwd=repo, env=env, capture_output=True, text=True,
+                          timeout=300)
 
 
 def test_make_repro_profile_cannot_inject_a_command(tmp_path):
+    # A scratch checkout: a run that "succeeds" here must not touch this checkout's dvc.lock.
+    (tmp_path / "repo").mkdir()
+    repo = scratch_repo(tmp_path / "repo")
+    for name in ("Makefile", "pyproject.toml", "requirements.lock"):
+        shutil.copy2(REPO / name, repo / name)
+    os.symlink(Path(sys.executable).parents[1], repo / ".venv")
     marker = tmp_path / "pwned"
-    proc = _make_repro(f"tiny; touch {marker}")
+    proc = _make_repro(repo, f"tiny; touch {marker}")
     assert proc.returncode == 2 and not marker.exists()
     assert "expected a name matching" in proc.stderr and "Traceback" not in proc.stderr
-    proc = _make_repro("huge")
+    proc = _make_repro(repo, "huge")
     profiles = sorted(f.stem for f in (REPO / "conf/profile").glob("*.yaml"))
     assert proc.returncode == 2 and str(profiles) in proc.stderr
-    proc = _make_repro("tiny")
+    proc = _make_repro(repo, "tiny")
     assert proc.returncode == 0 and "exp run -S profile=tiny" in proc.stdout
