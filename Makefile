@@ -27,11 +27,13 @@ venv: $(STAMP)
 # torch==2.13.0 first, with pip: pip takes the CPU wheel on this machine; a GPU user installs the
 # CUDA build of the same version before running make (see README). The other ~210 pinned
 # packages go in with uv, which installs the same lock in under a minute where pip takes ~2.5.
+# --compile-bytecode as pip does: where PYTHONDONTWRITEBYTECODE is set, Python never caches
+# what it compiles, and every stage would recompile mlflow, datasets, dvc... (seconds each).
 UV_VERSION := 0.13.9
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q torch==2.13.0 uv==$(UV_VERSION)
-	$(BIN)/python -m uv pip install -q --python $(BIN)/python -r requirements.lock
+	$(BIN)/python -m uv pip install -q --compile-bytecode --python $(BIN)/python -r requirements.lock
 	$(BIN)/python -m uv pip install -q --python $(BIN)/python --no-deps -e .
 	touch $(STAMP)
 

@@ -109,8 +109,10 @@ def test_queued_experiments_with_two_workers_both_reach_mlflow(tmp_path, tiny_mi
            "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
     env.pop("MLFLOW_TRACKING_URI", None)
     for seed in (1, 2):
-        subprocess.run([dvc, "exp", "run", "--queue", "-S", f"data.seed={seed}", "-n", f"s{seed}",
-                        "fetch_tasks@squad"], cwd=repo, env=env, check=True, capture_output=True)
+        # -S recomposes params.yaml from conf/: name the profile, or it is the default's
+        subprocess.run([dvc, "exp", "run", "--queue", "-S", "profile=tiny", "-S",
+                        f"data.seed={seed}", "-n", f"s{seed}", "fetch_tasks@squad"],
+                       cwd=repo, env=env, check=True, capture_output=True)
     subprocess.run([dvc, "queue", "start", "-j", "2"], cwd=repo, env=env, check=True,
                    capture_output=True)
     deadline = time.time() + 300

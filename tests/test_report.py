@@ -236,6 +236,15 @@ def test_claim_verdicts_are_read_off_the_paired_ci(tmp_path, elmo, static, verdi
     assert all(c["task"] != "conll2003" for c in report.summary["claims"])
 
 
+def test_claims_the_grid_cannot_judge_are_named(tmp_path):
+    """A profile whose grid lacks a claim's methods lists that claim as not judged."""
+    markdown = report_for(make_repo(tmp_path)).markdown
+    judged = section(markdown, "## The papers' claims, judged")
+    assert "Not judged in this run" in judged
+    assert "(`bert-finetune` − `bert-scratch`, BERT §1, §4" in judged   # no BERT cell with predictions
+    assert "(`elmo` − `static`," not in judged.split("Not judged")[1]   # judged above
+
+
 def test_baselines_stand_beside_every_method(tmp_path):
     markdown = report_for(make_repo(tmp_path)).markdown
     table = section(markdown, "### sst2 (accuracy)")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ctxrep.analysis.bootstrap import STATISTIC, Interval, bootstrap_mean, example_stats
-from ctxrep.analysis.claims import LAYER_CLAIMS, Judgement, judge_all, layer_runs
+from ctxrep.analysis.claims import CLAIMS, LAYER_CLAIMS, Judgement, judge_all, layer_runs
 from ctxrep.report.inputs import ReportInputs
 from ctxrep.report.tables import MISSING, markdown_table, percent_scale
 
@@ -154,7 +154,21 @@ def claims_section(evidence: Evidence, inputs: ReportInputs) -> str:
     parts += ["", markdown_table(["claim", "source", "task", "comparison", "Δ", "95 % CI",
                                   "verdict"], rows),
               "", ", ".join(f"{n} {v}" for v, n in counts.items()) + "."]
-    return "\n".join(parts)
+    return "\n".join(parts + not_judged(evidence.judgements))
+
+
+def not_judged(judgements: list[Judgement]) -> list[str]:
+    """The transfer claims this run cannot judge (a method they compare is not in its grid,
+    or the claim is for tasks it does not run), named so that a short profile's table is not
+    mistaken for the whole list."""
+    judged = {j.claim for j in judgements}
+    missing = [c for c in CLAIMS if c not in judged]
+    if not missing:
+        return []
+    return ["", "Not judged in this run (a method it compares, or the task it is claimed for, "
+                "is not in this profile's grid; `make repro PROFILE=claims` runs them): "
+            + "; ".join(f"{c.statement} (`{c.better}` − `{c.worse}`, {c.source})"
+                        for c in missing) + "."]
 
 
 def summary_extras(inputs: ReportInputs, evidence: Evidence) -> dict:
