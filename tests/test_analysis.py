@@ -7,7 +7,7 @@ import pytest
 from ctxrep.analysis import baselines as B
 from ctxrep.analysis.bootstrap import (Interval, bootstrap_mean, contrast, example_stats,
                                        metric_value, paired_difference)
-from ctxrep.analysis.claims import Claim, judge_all, verdict
+from ctxrep.analysis.claims import Claim, judge_all, unjudged, verdict
 from ctxrep.data import schemas
 from ctxrep.metrics import compute
 from ctxrep.transfer.selection import nested_subset
@@ -194,6 +194,8 @@ def test_claims_are_judged_only_where_both_methods_ran():
               Claim("a", "b", "only on t2", "test", tasks=("t2",)))
     out = judge_all({"t1": {"a": [good], "b": [bad]}}, {"t1": "accuracy"}, claims)
     assert [(j.claim.worse, j.task, j.verdict) for j in out] == [("b", "t1", "reproduced")]
+    # the other two are named as not judged: a method missing, a task not run
+    assert unjudged(out, claims) == list(claims[1:])
 
 
 def test_nested_subsets_grow_by_adding_examples():

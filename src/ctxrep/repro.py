@@ -88,6 +88,7 @@ def prune_lock(root: Path = Path(".")) -> list[str]:
 
     with Repo(str(root)) as repo:
         defined = {stage.name for stage in repo.index.stages}
+    # Read the names first, so that a lock with nothing to drop is left byte for byte.
     stale = sorted(set(load_yaml(str(lock)).get("stages", {})) - defined)
     if stale:
         with modify_yaml(str(lock)) as data:  # DVC's own writer: the lock keeps its format

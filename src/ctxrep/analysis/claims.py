@@ -104,3 +104,10 @@ def judge_all(runs: dict[str, dict[str, list]], statistic: dict[str, str],
                                              methods[claim.worse])
                 out.append(Judgement(claim, task, interval, verdict(interval)))
     return out
+
+
+def unjudged(judgements: list[Judgement], claims=CLAIMS) -> list[Claim]:
+    """The claims without a judgement: a method they compare, or every task they are claimed
+    for, is missing from the runs."""
+    judged = {j.claim for j in judgements}
+    return [c for c in claims if c not in judged]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ctxrep.analysis.bootstrap import STATISTIC, Interval, bootstrap_mean, example_stats
-from ctxrep.analysis.claims import CLAIMS, LAYER_CLAIMS, Judgement, judge_all, layer_runs
+from ctxrep.analysis.claims import LAYER_CLAIMS, Judgement, judge_all, layer_runs, unjudged
 from ctxrep.report.inputs import ReportInputs
 from ctxrep.report.tables import MISSING, markdown_table, percent_scale
 
@@ -161,8 +161,7 @@ def not_judged(judgements: list[Judgement]) -> list[str]:
     """The transfer claims this run cannot judge (a method they compare is not in its grid,
     or the claim is for tasks it does not run), named so that a short profile's table is not
     mistaken for the whole list."""
-    judged = {j.claim for j in judgements}
-    missing = [c for c in CLAIMS if c not in judged]
+    missing = unjudged(judgements)
     if not missing:
         return []
     return ["", "Not judged in this run (a method it compares, or the task it is claimed for, "

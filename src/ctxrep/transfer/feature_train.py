@@ -2,7 +2,8 @@
 
 Its inputs are frozen: the layers of a model's features (:class:`FeatureStore`, per the method)
 and the static word vectors x_k (:class:`WordVectors`, looked up here per word), batched into
-one :class:`~ctxrep.transfer.feature_models.WordFeatures` per text field.
+one :class:`~ctxrep.transfer.feature_models.WordFeatures` per text field. What a task kind
+does with them (targets, head, loss, predictions) is its :mod:`~ctxrep.transfer.feature_tasks`.
 
 The model trains on the training examples minus a dev split (``train_dev_indices``), is scored
 on dev after every epoch, keeps its best epoch (``BestOnDev``) and predicts the evaluation
@@ -18,51 +19,40 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch import nn
-from torch.nn import functional as F
 
 from ctxrep.models.word_vectors import WordVectors
 from ctxrep.pretraining.loop import Checkpoints, LoopConfig, train
 from ctxrep.transfer import feature_models as M
 from ctxrep.transfer.data import training_batches
 from ctxrep.transfer.features import FeatureStore, task_words
-from ctxrep.transfer.kinds import FIELDS, answer_words, best_span, target_word
+from ctxrep.transfer.feature_tasks import make_word_task
+from ctxrep.transfer.kinds import FIELDS
 from ctxrep.transfer.record import SeedResult
 from ctxrep.transfer.scoring import primary_key, score
 from ctxrep.transfer.selection import BestOnDev, SelectsOnDev, epoch_losses
-
-MAX_ANSWER_WORDS = 30
 
 
 def build_model(kind: str, method: str, n_layers: int, dim: int, n_labels: int, p,
                 vector_dim: int = 0) -> nn.Module:
     """The task model of ``kind``; its encoder reads ``n_layers`` × ``dim`` model features and
     ``vector_dim``-sized word vectors, as ``method`` says (0: none)."""
+    task = make_word_task(kind)
     encoder = M.FeatureEncoder(method, n_layers, dim, p.encoder_hidden, p.encoder_layers,
                                p.dropout, p.layer_norm, vector_dim)
-    hidden = p.encoder_hidden
-    if kind == "classification":
-        return M.SentenceClassifier(encoder, n_labels, hidden, p.dropout)
-    if kind == "pair_classification":
-        return M.PairClassifier(encoder, n_labels, hidden, p.dropout)
-    if kind == "regression":
-        return M.PairRegressor(encoder, hidden, p.dropout)
-    if kind == "tagging":
-        return M.Tagger(encoder, n_labels)
-    if kind == "word_in_context":
-        return M.WordInContextClassifier(encoder, hidden, p.dropout)
-    if kind == "span_qa":
-        return M.SpanPointer(encoder)
-    raise ValueError(f"unknown task kind {kind!r}")
+    return task.make_head(encoder, n_labels, p)
 
 
 class FeatureTaskObjective(SelectsOnDev):
-    """The loop's Objective for one (task, method, seed) cell. ``store`` (model features) or
-    ``vectors`` (word vectors) is None when the method does not read it."""
+    """The loop's Objective for one (task, method, seed) cell: it batches the frozen inputs of
+    each text field; its :class:`WordTask` turns examples into targets and outputs into a loss
+    and predictions. ``store`` (model features) or ``vectors`` (word vectors) is None when the
+    method does not read it."""
 
     def __init__(self, model, kind: str, store: FeatureStore | None, splits: dict,
                  eval_split: str, metric: str | Sequence[str], p, seed: int, train_idx: list[int],
                  dev_idx: list[int], patience: int, vectors: WordVectors | None = None):
         self.model, self.kind, self.p, self.seed, self.metric = model, kind, p, seed, metric
+        self.task = make_word_task(kind)
         self.splits, self.eval_split = splits, eval_split
         fields = FIELDS[kind]
         self.features = {s: [store.field(s, f) if store is not None else None for f in fields]
@@ -72,7 +62,7 @@ class FeatureTaskObjective(SelectsOnDev):
         self.word_ids = {s: [[vectors.ids(task_words(ex, f)) for ex in
                               splits[s].select_columns([f])] if vectors is not None else None
                              for f in fields] for s in splits}
-        self.targets = {s: self._targets(s) for s in splits}
+        self.targets = {s: self.task.targets(splits[s]) for s in splits}
         if not train_idx or not dev_idx:
             raise ValueError(f"need training and dev examples (have {len(train_idx)} and "
                              f"{len(dev_idx)})")
@@ -81,20 +71,6 @@ class FeatureTaskObjective(SelectsOnDev):
         self.train_lengths = [words[i] for i in train_idx]  # what each epoch's batching reads
         self.dev_set = splits["train"].select(dev_idx)
         self.selection = BestOnDev(model, primary_key(metric), patience)
-
-    def _targets(self, split: str):
-        ds = self.splits[split]
-        if self.kind in ("classification", "pair_classification"):
-            return list(ds["label"])
-        if self.kind == "regression":
-            return [float(x) for x in ds["label"]]
-        if self.kind == "tagging":
-            return list(ds["tags"])
-        if self.kind == "word_in_context":
-            return [(target_word(ex["sentence1"], ex["start1"]),
-                     target_word(ex["sentence2"], ex["start2"]), ex["label"]) for ex in ds]
-        # span_qa: (first word, last word) of the first answer, and the context's word spans
-        return [answer_words(ex["context"], ex["answers"]) for ex in ds]
 
     def _lengths(self, split: str, field: int) -> list[int]:
         """Each example's word count in text field ``field``."""
@@ -142,38 +118,15 @@ class FeatureTaskObjective(SelectsOnDev):
         batch["layers"], batch["mask"] = self._pad(split, 0, indices)
         if len(FIELDS[self.kind]) > 1:
             batch["layers2"], batch["mask2"] = self._pad(split, 1, indices)
-        targets = [self.targets[split][i] for i in indices]
-        if self.kind in ("classification", "pair_classification"):
-            batch["labels"] = torch.tensor(targets)
-        elif self.kind == "regression":
-            batch["labels"] = torch.tensor(targets, dtype=torch.float32)
-        elif self.kind == "tagging":
-            labels = torch.full(batch["mask"].shape, -100, dtype=torch.long)
-            for b, tags in enumerate(targets):
-                labels[b, :len(tags)] = torch.tensor(tags)
-            batch["labels"] = labels
-        elif self.kind == "word_in_context":
-            batch["target"] = torch.tensor([t[0] for t in targets])
-            batch["target2"] = torch.tensor([t[1] for t in targets])
-            batch["labels"] = torch.tensor([t[2] for t in targets])
-        else:
-            batch["start"] = torch.tensor([t[0] for t in targets])
-            batch["end"] = torch.tensor([t[1] for t in targets])
+        batch.update(self.task.target_fields([self.targets[split][i] for i in indices],
+                                             batch["mask"]))
         return batch
 
     def batch(self, indices: list[int], step: int) -> dict:
         return self._batch("train", indices)
 
     def loss(self, batch: dict, model):
-        out = model(batch)
-        if self.kind == "span_qa":
-            loss = F.cross_entropy(out[0], batch["start"]) + F.cross_entropy(out[1], batch["end"])
-        elif self.kind == "tagging":
-            loss = F.cross_entropy(out.flatten(0, 1), batch["labels"].flatten(), ignore_index=-100)
-        elif self.kind == "regression":
-            loss = F.mse_loss(out, batch["labels"])
-        else:
-            loss = F.cross_entropy(out, batch["labels"])
+        loss = self.task.loss(model(batch), batch)
         task_loss = loss.item()
         loss = loss + self.model.encoder.penalty(self.p.mix_l2)
         words = int(batch["mask"].sum()) + (int(batch["mask2"].sum()) if "mask2" in batch else 0)
@@ -187,26 +140,9 @@ class FeatureTaskObjective(SelectsOnDev):
         for start in range(0, len(rows), 64):
             indices = rows[start:start + 64]
             batch = self._batch(split, indices)
-            out = self.model(batch)
-            if self.kind == "tagging":
-                lengths = batch["mask"].sum(1).tolist()
-                preds += [row[:n_].tolist() for row, n_ in zip(out.argmax(-1), lengths)]
-            elif self.kind == "span_qa":
-                preds += self._spans(split, indices, *out)
-            elif self.kind == "regression":
-                preds += out.tolist()
-            else:
-                preds += out.argmax(-1).tolist()
+            preds += self.task.predict(self.model(batch), batch,
+                                       [self.targets[split][i] for i in indices])
         return preds
-
-    def _spans(self, split, indices, start_logits, end_logits) -> list[str]:
-        texts = []
-        for b, i in enumerate(indices):
-            spans = self.targets[split][i][2]
-            n = len(spans)
-            _, first, last = best_span(start_logits[b, :n], end_logits[b, :n], MAX_ANSWER_WORDS)
-            texts.append(self.splits[split][i]["context"][spans[first][0]:spans[last][1]])
-        return texts
 
     def dev_scores(self) -> dict:
         return score(self.kind, self.metric, self.dev_set, self.predict("train", self.dev_idx))
