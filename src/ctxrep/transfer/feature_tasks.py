@@ -18,8 +18,6 @@ FeatureTaskObjective` batches the frozen inputs and asks a ``WordTask`` for the 
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -34,8 +32,6 @@ IGNORE_INDEX = -100  # tag target at padding
 
 class WordTask:
     """How a task kind's examples become targets, and a head's outputs a loss and predictions."""
-
-    kind: ClassVar[str]
 
     def make_head(self, encoder: M.FeatureEncoder, n_labels: int, p) -> nn.Module:
         raise NotImplementedError
@@ -57,17 +53,15 @@ class WordTask:
 
 
 class Classification(WordTask):
-    def __init__(self, kind: str):
-        self.kind = kind
+    def __init__(self, pair: bool):
+        self.pair = pair
 
     def make_head(self, encoder, n_labels, p):
-        head = M.PairClassifier if self.kind == "pair_classification" else M.SentenceClassifier
+        head = M.PairClassifier if self.pair else M.SentenceClassifier
         return head(encoder, n_labels, p.encoder_hidden, p.dropout)
 
 
 class Regression(WordTask):
-    kind = "regression"
-
     def make_head(self, encoder, n_labels, p):
         return M.PairRegressor(encoder, p.encoder_hidden, p.dropout)
 
@@ -85,8 +79,6 @@ class Regression(WordTask):
 
 
 class Tagging(WordTask):
-    kind = "tagging"
-
     def make_head(self, encoder, n_labels, p):
         return M.Tagger(encoder, n_labels)
 
@@ -109,8 +101,6 @@ class Tagging(WordTask):
 
 
 class WordInContext(WordTask):
-    kind = "word_in_context"
-
     def make_head(self, encoder, n_labels, p):
         return M.WordInContextClassifier(encoder, p.encoder_hidden, p.dropout)
 
@@ -126,8 +116,6 @@ class WordInContext(WordTask):
 
 
 class SpanQA(WordTask):
-    kind = "span_qa"
-
     def make_head(self, encoder, n_labels, p):
         return M.SpanPointer(encoder)
 
@@ -156,7 +144,7 @@ class SpanQA(WordTask):
 
 def make_word_task(kind: str) -> WordTask:
     if kind in ("classification", "pair_classification"):
-        return Classification(kind)
+        return Classification(pair=kind == "pair_classification")
     tasks = {"regression": Regression, "tagging": Tagging, "word_in_context": WordInContext,
              "span_qa": SpanQA}
     if kind not in tasks:
