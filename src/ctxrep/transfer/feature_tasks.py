@@ -23,11 +23,11 @@ from torch import nn
 from torch.nn import functional as F
 
 from ctxrep.data.schemas import KINDS
+from ctxrep.models.bert import IGNORE_INDEX  # the tag target at padding, as in fine-tuning
 from ctxrep.transfer import feature_models as M
 from ctxrep.transfer.kinds import answer_words, best_span, target_word
 
 MAX_ANSWER_WORDS = 30
-IGNORE_INDEX = -100  # tag target at padding
 
 
 class WordTask:

@@ -113,17 +113,16 @@ class FeatureTaskObjective(SelectsOnDev):
             inputs.vectors = torch.from_numpy(self.vectors.table[rows])
         return inputs, torch.from_numpy(mask)
 
-    def _batch(self, split: str, indices: list[int]) -> dict:
+    def _batch(self, split: str, indices: list[int], targets: list) -> dict:
         batch = {}
         batch["layers"], batch["mask"] = self._pad(split, 0, indices)
         if len(FIELDS[self.kind]) > 1:
             batch["layers2"], batch["mask2"] = self._pad(split, 1, indices)
-        batch.update(self.task.target_fields([self.targets[split][i] for i in indices],
-                                             batch["mask"]))
+        batch.update(self.task.target_fields(targets, batch["mask"]))
         return batch
 
     def batch(self, indices: list[int], step: int) -> dict:
-        return self._batch("train", indices)
+        return self._batch("train", indices, [self.targets["train"][i] for i in indices])
 
     def loss(self, batch: dict, model):
         loss = self.task.loss(model(batch), batch)
@@ -139,9 +138,9 @@ class FeatureTaskObjective(SelectsOnDev):
         preds = []
         for start in range(0, len(rows), 64):
             indices = rows[start:start + 64]
-            batch = self._batch(split, indices)
-            preds += self.task.predict(self.model(batch), batch,
-                                       [self.targets[split][i] for i in indices])
+            targets = [self.targets[split][i] for i in indices]
+            batch = self._batch(split, indices, targets)
+            preds += self.task.predict(self.model(batch), batch, targets)
         return preds
 
     def dev_scores(self) -> dict:
