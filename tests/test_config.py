@@ -149,3 +149,10 @@ def test_make_repro_profile_cannot_inject_a_command(tmp_path):
     assert proc.returncode == 2 and str(profiles) in proc.stderr
     proc = _make_repro(repo, "tiny")
     assert proc.returncode == 0 and "exp run -S profile=tiny" in proc.stdout
+
+
+def test_pre_ln_bert_is_refused_before_pretraining_not_at_export():
+    # The HF model directory later stages read has no pre-LN BERT; finding out after training
+    # would waste the whole pretraining run.
+    with pytest.raises(ParamError, match=r"pretrain_bert.pre_layer_norm.*Hugging Face"):
+        config.defaults("pretrain_bert", pre_layer_norm=True)

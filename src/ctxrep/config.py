@@ -183,7 +183,7 @@ class BertParams(ModelSourceParams):
     num_attention_heads: int = param(ge=1)
     intermediate_size: int = param(ge=8)
     max_position_embeddings: int = param(ge=8, le=8192)
-    pre_layer_norm: bool = param(doc="pre-LN (False = post-LN as in BERT)")
+    pre_layer_norm: bool = param(doc="pre-LN; the pipeline takes only false (post-LN, as in BERT)")
     dropout: float = param(ge=0.0, lt=1.0)
     max_seq_len: int = param(ge=8, le=8192)
     short_seq_prob: float = param(ge=0.0, le=1.0)
@@ -202,6 +202,12 @@ class BertParams(ModelSourceParams):
         if self.max_seq_len > self.max_position_embeddings:
             raise ParamError(f"{section}.max_seq_len", self.max_seq_len,
                              f"<= max_position_embeddings ({self.max_position_embeddings})")
+        # Later stages read BERT as a Hugging Face model directory, and HF's BERT is post-LN:
+        # a pre-LN model would train to the end and then have nowhere to go.
+        if self.pre_layer_norm:
+            raise ParamError(f"{section}.pre_layer_norm", True,
+                             "false: later stages read BERT as a Hugging Face (post-LN) model "
+                             "directory; pre-LN is for the library and bench/ only")
 
 
 @section
