@@ -45,11 +45,16 @@ export PROFILE DVC
 repro: $(STAMP)
 	@$(BIN)/python -m ctxrep.repro "$$PROFILE"
 
+# The whole suite, pipeline runs included (CI runs it; see README, "Testing"), on TEST_WORKERS
+# pytest-xdist workers: a stage is mostly single-threaded start-up, so two workers use two cores.
+# PYTEST_ARGS adds pytest options, e.g. PYTEST_ARGS="--durations=25" or PYTEST_ARGS="-k share".
+TEST_WORKERS ?= 2
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
+# The edit-test loop: every test that runs no pipeline (pipeline and stage runs are marked slow).
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m "not slow" $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_tokenize.py

@@ -1,4 +1,10 @@
-"""Shared fixtures: a tiny data mirror in the published formats, and a scratch copy of the repo."""
+"""Shared fixtures: a tiny data mirror in the published formats, scratch copies of the repo, and
+one finished run of the whole tiny pipeline for every test that needs one.
+
+The suite runs on pytest-xdist workers (`make test`: two). What is made once per session (the
+mirror, the tiny run) lives in the folder the workers share, built under a file lock by
+whichever worker asks first. The tiny run starts in the background as soon as the session
+holds a test that needs it, and the tests that do not need it run first, beside it."""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ import random
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -120,9 +127,34 @@ def build_mirror(root: Path, n_docs: int = 80, seed: int = 0) -> Path:
     return root
 
 
+def session_folder(tmp_path_factory) -> Path:
+    """The folder shared by every xdist worker of this session (the controller's basetemp),
+    or this process's basetemp when pytest runs without workers."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def made_once(tmp_path_factory, name: str, make) -> Path:
+    """``make(folder)`` run once per session whatever the number of workers: the first to ask
+    makes ``<session folder>/<name>``, the others wait on the lock and reuse it."""
+    from filelock import FileLock
+
+    folder = session_folder(tmp_path_factory) / name
+    done = folder.with_name(name + ".done")
+    with FileLock(str(folder) + ".lock"):
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            make(folder)
+            done.touch()
+    return folder
+
+
 @pytest.fixture(scope="session")
 def tiny_mirror(tmp_path_factory) -> Path:
-    return build_mirror(tmp_path_factory.mktemp("mirror"))
+    """The fixture mirror, one path for the whole session: runs that compare data sources
+    (``data/sources.json`` records the mirror's location) agree across workers."""
+    return made_once(tmp_path_factory, "mirror", build_mirror)
 
 
 @pytest.fixture
@@ -176,19 +208,6 @@ def src_env(repo: Path) -> dict:
     return {"PYTHONPATH": str(repo / "src")}
 
 
-@pytest.fixture(scope="session")
-def tiny_pretrained(tmp_path_factory, tiny_mirror) -> Path:
-    """A tiny-profile scratch repo whose corpus is fetched and tokenized and whose biLM and
-    static word vectors are pretrained (``data/``): made once, for the tests that need *a*
-    trained biLM."""
-    repo = scratch_repo(tmp_path_factory.mktemp("pretrained"), "tiny")
-    env = {"CTXREP_DATA_MIRROR": str(tiny_mirror)}
-    for script in ("locate_data.py", "fetch_corpus.py", "tokenize_corpus.py", "pretrain_bilm.py",
-                   "pretrain_static.py"):
-        run_stage(repo, script, env=env)
-    return repo
-
-
 def compose(repo: Path, profile: str, overrides: list[str] = ()) -> dict:
     """params.yaml of ``repo`` composed as ``dvc exp run -S profile=<p> -S <override>...``."""
     from ctxrep import config
@@ -232,9 +251,6 @@ def kill_stage_when(repo: Path, script: str, args: list[str], condition, env: di
     return False
 
 
-DATA_STAGES = ["fetch_corpus", "fetch_tasks", "tokenize"]
-
-
 def dvc(repo: Path, *args: str, env: dict | None = None) -> str:
     """``dvc <args>`` in ``repo`` with this venv's tools on PATH and ``repo``'s own MLflow store;
     fails the test on a non-zero exit. Returns stdout."""
@@ -247,10 +263,121 @@ def dvc(repo: Path, *args: str, env: dict | None = None) -> str:
     return proc.stdout
 
 
+TINY_RUN_TIMEOUT_S = 45 * 60
+
+
+def build_tiny_run(folder: Path, mirror: Path) -> None:
+    """Run the whole tiny pipeline in ``folder/repo`` as `make repro PROFILE=tiny` runs it
+    (`dvc exp run -S profile=tiny`), each stage tracing what it read into ``folder/trace``;
+    ``folder/status`` says ``ok`` or ``failed`` when it ends, ``folder/log`` has DVC's output.
+    Started in the background by :func:`_tiny_run_in_background`."""
+    (folder / "repo").mkdir()
+    (folder / "trace").mkdir()
+    status = "failed"
+    try:
+        repo = scratch_repo(folder / "repo", "tiny")
+        bin_dir = os.path.dirname(sys.executable)
+        env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{repo / 'mlflow.db'}",
+               "PATH": f"{bin_dir}:{os.environ['PATH']}", "CTXREP_DATA_MIRROR": str(mirror),
+               "CTXREP_PARAMS_TRACE": str(folder / "trace")}
+        with open(folder / "log", "w") as log:
+            proc = subprocess.run([os.path.join(bin_dir, "dvc"), "exp", "run", "-S",
+                                   "profile=tiny"], cwd=repo, env=env, stdout=log,
+                                  stderr=subprocess.STDOUT, timeout=TINY_RUN_TIMEOUT_S)
+        status = "ok" if proc.returncode == 0 else "failed"
+    finally:
+        (folder / "status.tmp").write_text(status)
+        (folder / "status.tmp").rename(folder / "status")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _tiny_run_in_background(request, tmp_path_factory, tiny_mirror) -> Path | None:
+    """Start the tiny pipeline (:func:`build_tiny_run`) in a process of its own, once per
+    session, if any test of the session needs it; the tests that do not need it run meanwhile
+    (see :func:`pytest_collection_modifyitems`). Returns the run's folder, or None."""
+    if not any("tiny_run" in item.fixturenames for item in request.session.items):
+        return None
+
+    def start(folder: Path) -> None:
+        code = ("import sys; from pathlib import Path; from tests.conftest import build_tiny_run;"
+                " build_tiny_run(Path(sys.argv[1]), Path(sys.argv[2]))")
+        with open(folder / "builder.log", "w") as out:
+            proc = subprocess.Popen([sys.executable, "-c", code, str(folder), str(tiny_mirror)],
+                                    cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+        (folder / "pid").write_text(str(proc.pid))
+        _BUILDERS.append(proc)
+
+    return made_once(tmp_path_factory, "tiny-run", start)
+
+
+_BUILDERS: list[subprocess.Popen] = []  # the background runs this process started
+
+
+@pytest.hookimpl(trylast=True)  # after -m / -k have deselected
+def pytest_collection_modifyitems(items):
+    """Tests that need the tiny run last, so that the others run while it is being made."""
+    items.sort(key=lambda item: "tiny_run" in item.fixturenames)  # stable: order kept within
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if exitstatus == pytest.ExitCode.INTERRUPTED:  # Ctrl-C: leave no pipeline running
+        for proc in _BUILDERS:
+            proc.kill()
+
+
+@dataclass(frozen=True)
+class TinyRun:
+    """A finished run of the whole tiny pipeline (see :func:`tiny_run`)."""
+    repo: Path    # the scratch repo: git, DVC cache, every output, mlflow.db
+    trace: Path   # per stage, the params keys (<stage>.json) and files (.files.json) it read
+    env: dict     # what its stages ran with: the fixture mirror
+
+
 @pytest.fixture(scope="session")
-def data_stages_repo(tmp_path_factory, tiny_mirror) -> Path:
-    """A scratch repo (tiny profile) in which `dvc repro` ran the data stages on the fixture
-    mirror: shared by the data-stage tests and the sharing tests (which commit it and push)."""
-    repo = scratch_repo(tmp_path_factory.mktemp("repo"), "tiny")
-    dvc(repo, "repro", *DATA_STAGES, env={"CTXREP_DATA_MIRROR": str(tiny_mirror)})
-    return repo
+def tiny_run(_tiny_run_in_background, tiny_mirror) -> TinyRun:
+    """The whole tiny pipeline, run once per session as `make repro PROFILE=tiny` runs it
+    (`dvc exp run -S profile=tiny`) on the fixture mirror, each stage tracing what it read.
+
+    Shared by every test that needs a finished run: those that only read it use ``repo`` as it
+    is; any test that runs a command in it, kills or corrupts a stage, works on
+    :func:`copy_run` of it, so every test sees the same pristine run whatever the order."""
+    import time
+
+    import psutil
+
+    folder = _tiny_run_in_background
+    status, pid = folder / "status", int((folder / "pid").read_text())
+
+    def builder_alive() -> bool:
+        try:
+            return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return False
+
+    deadline = time.time() + TINY_RUN_TIMEOUT_S + 60
+    while not status.exists():
+        if not builder_alive() and not status.exists():
+            pytest.fail("the process making the tiny run died:\n"
+                        + (folder / "builder.log").read_text()[-5000:])
+        if time.time() > deadline:
+            pytest.fail(f"the tiny run in {folder} did not finish in time")
+        time.sleep(1)
+    if status.read_text() != "ok":
+        log = folder / "log"
+        pytest.fail(f"the tiny run failed; the end of {log}:\n" + log.read_text()[-5000:])
+    return TinyRun(folder / "repo", folder / "trace", {"CTXREP_DATA_MIRROR": str(tiny_mirror)})
+
+
+def copy_run(repo: Path, dest: Path) -> Path:
+    """A private copy of a finished run (git, outputs, params, MLflow store; ``src/ctxrep`` stays
+    a link), to run commands in. Outputs are real copies (a test may corrupt one); the DVC cache
+    is hard-linked (DVC never rewrites a cache file, it only adds new ones). DVC's own temporary
+    state (.dvc/tmp) is left out, as in a fresh checkout."""
+    def ignore(folder, names):
+        return ["tmp", "cache"] if Path(folder) == repo / ".dvc" else []
+
+    shutil.copytree(repo, dest, symlinks=True, ignore=ignore)
+    if (repo / ".dvc/cache").is_dir():
+        subprocess.run(["cp", "-al", str(repo / ".dvc/cache"), str(dest / ".dvc/cache")],
+                       check=True)
+    return dest

@@ -35,3 +35,9 @@ def test_no_mirror_no_hub_reaches_a_report_that_lists_every_unavailable_task(tmp
         assert f"`{task}` is unavailable" in report, task
     assert report.count("CTXREP_DATA_MIRROR") >= len(unavailable)  # how to provide each
     assert (repo / "metrics/pretrain_bilm.json").exists()  # intrinsic evaluation ran
+    corpus = json.loads((repo / "data/raw/corpus/MANIFEST.json").read_text())
+    assert corpus["source"] == "package" and "OFFLINE FALLBACK" in corpus["fallback"]
+    for task in unavailable:  # each fetch says why and how to fix it, and writes no data
+        manifest = json.loads((repo / f"data/raw/tasks/{task}/MANIFEST.json").read_text())
+        assert manifest["available"] is False and "CTXREP_DATA_MIRROR" in manifest["reason"]
+        assert not (repo / f"data/raw/tasks/{task}/dataset").exists()

