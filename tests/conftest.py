@@ -297,20 +297,26 @@ def _tiny_run_in_background(request, tmp_path_factory, tiny_mirror) -> Path | No
     (see :func:`pytest_collection_modifyitems`). Returns the run's folder, or None."""
     if not any("tiny_run" in item.fixturenames for item in request.session.items):
         return None
-
-    def start(folder: Path) -> None:
-        code = ("import sys; from pathlib import Path; from tests.conftest import build_tiny_run;"
-                " build_tiny_run(Path(sys.argv[1]), Path(sys.argv[2]))")
-        with open(folder / "builder.log", "w") as out:
-            proc = subprocess.Popen([sys.executable, "-c", code, str(folder), str(tiny_mirror)],
-                                    cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
-        (folder / "pid").write_text(str(proc.pid))
-        _BUILDERS.append(proc)
-
-    return made_once(tmp_path_factory, "tiny-run", start)
+    folder = made_once(tmp_path_factory, "tiny-run",
+                       lambda folder: start_tiny_run(folder, tiny_mirror))
+    # The run is the session's critical path (the tests that need it wait for it): the test
+    # processes step back (a lower priority, which needs no privilege) and fill the idle CPU.
+    os.nice(10)
+    return folder
 
 
 _BUILDERS: list[subprocess.Popen] = []  # the background runs this process started
+
+
+def start_tiny_run(folder: Path, mirror: Path) -> None:
+    """:func:`build_tiny_run` into ``folder`` in a process of its own, its pid in ``folder/pid``."""
+    code = ("import sys; from pathlib import Path; from tests.conftest import build_tiny_run;"
+            " build_tiny_run(Path(sys.argv[1]), Path(sys.argv[2]))")
+    with open(folder / "builder.log", "w") as out:
+        proc = subprocess.Popen([sys.executable, "-c", code, str(folder), str(mirror)],
+                                cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+    (folder / "pid").write_text(str(proc.pid))
+    _BUILDERS.append(proc)
 
 
 @pytest.hookimpl(trylast=True)  # after -m / -k have deselected

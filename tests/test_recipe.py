@@ -28,7 +28,8 @@ import pytest
 
 from tests.conftest import compose, make_sentence, run_stage, scratch_repo, src_env
 
-pytestmark = pytest.mark.slow
+# one worker for the whole module: its fixture (the recipe, ~2 min) is made once per worker
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("recipe")]
 
 NEW_TASKS = ("cola", "mrpc", "chunk", "stsb")
 REPO_TESTS = Path(__file__).resolve().parent
