@@ -46,12 +46,11 @@ repro: $(STAMP)
 	@$(BIN)/python -m ctxrep.repro "$$PROFILE"
 
 # The whole suite, pipeline runs included (CI runs it; see README, "Testing"), on TEST_WORKERS
-# pytest-xdist workers: a stage is mostly single-threaded start-up, so two workers use two cores
-# (--dist loadgroup: a module whose fixture is costly keeps to one worker, see xdist_group).
+# pytest-xdist workers: a stage is mostly single-threaded start-up, so two workers use two cores.
 # PYTEST_ARGS adds pytest options, e.g. PYTEST_ARGS="--durations=25" or PYTEST_ARGS="-k share".
 TEST_WORKERS ?= 2
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # The edit-test loop: every test that runs no pipeline (pipeline and stage runs are marked slow).
 test-fast: $(STAMP)

@@ -16,6 +16,7 @@ as `dvc exp run` runs them (``python stages/<stage>.py``), with the scratch copy
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -26,10 +27,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import compose, make_sentence, run_stage, scratch_repo, src_env
+from tests.conftest import (compose, made_once, make_sentence, run_stage, scratch_repo,
+                            src_env)
 
-# one worker for the whole module: its fixture (the recipe, ~2 min) is made once per worker
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("recipe")]
+pytestmark = pytest.mark.slow
 
 NEW_TASKS = ("cola", "mrpc", "chunk", "stsb")
 REPO_TESTS = Path(__file__).resolve().parent
@@ -142,9 +143,9 @@ def ctxrep(repo, commands: list[list[str]], env) -> str:
     return proc.stdout
 
 
-@pytest.fixture(scope="module")
-def recipe(tmp_path_factory, tiny_mirror, tiny_run):
-    root = tmp_path_factory.mktemp("recipe")
+def follow_recipe(root: Path, tiny_mirror: Path, tiny_run) -> None:
+    """Steps 1 to 6 in a scratch copy at ``root/repo``, with the mirror at ``root/mirror``;
+    the default profile's grid after step 5 goes to ``root/default_grid.json``."""
     mirror = root / "mirror"
     shutil.copytree(tiny_mirror, mirror)
     publish(mirror)
@@ -155,13 +156,12 @@ def recipe(tmp_path_factory, tiny_mirror, tiny_run):
     registry.write_text(registry.read_text().replace(marker, marker + ENTRIES, 1))
     with open(repo / "src/ctxrep/data/readers.py", "a") as f:
         f.write(READER)
-    env = {**src_env(repo), "CTXREP_DATA_MIRROR": str(mirror)}
-    full_env = {**os.environ, **env}
+    env = recipe_env(root)
     out = ctxrep(repo, [[step, task] for task in NEW_TASKS for step in ("pin", "fixture")],
-                 env=full_env)                                # steps 3 and 4
+                 env={**os.environ, **env})                   # steps 3 and 4
     assert out.count("ctxrep pin: wrote") == out.count("ctxrep fixture: wrote") - 4 == 4
     add_to_config(repo)
-    default_grid = compose(repo, "default")["grid"]["tasks"]
+    (root / "default_grid.json").write_text(json.dumps(compose(repo, "default")["grid"]["tasks"]))
     # Step 6, on the tiny profile; the cost kept down with -S: only the new cells, one
     # method, one seed, and the pins checked (scratch repos turn the check off).
     compose(repo, "tiny", [f"grid.tasks=[{','.join(NEW_TASKS)}]", "grid.methods=[static]",
@@ -175,8 +175,28 @@ def recipe(tmp_path_factory, tiny_mirror, tiny_run):
         run_stage(repo, "baseline.py", task, env=env)
         run_stage(repo, "transfer.py", task, "static", env=env)
     run_stage(repo, "report.py", env=env)
-    return {"repo": repo, "env": full_env, "default_grid": default_grid,
+
+
+def recipe_env(root: Path) -> dict:
+    """What the scratch copy's commands run with: its own package, the recipe's mirror."""
+    return {**src_env(root / "repo"), "CTXREP_DATA_MIRROR": str(root / "mirror")}
+
+
+@pytest.fixture(scope="module")
+def recipe(tmp_path_factory, tiny_mirror, tiny_run):
+    """The recipe followed once per session (made_once: one xdist worker follows it, another
+    that needs it waits), read back for each test."""
+    root = made_once(tmp_path_factory, "recipe",
+                     lambda root: follow_recipe(root, tiny_mirror, tiny_run))
+    repo = root / "repo"
+    return {"repo": repo, "env": {**os.environ, **recipe_env(root)},
+            "default_grid": json.loads((root / "default_grid.json").read_text()),
             "report": (repo / "reports/report.md").read_text()}
+
+
+def own_session(env: dict) -> dict:
+    """``env`` for a pytest session of its own (not taken for one of this session's workers)."""
+    return {k: v for k, v in env.items() if not k.startswith("PYTEST_XDIST")}
 
 
 def section(markdown: str, title: str) -> str:
@@ -218,7 +238,7 @@ def test_the_fixtures_cut_by_ctxrep_fixture_serve_the_fixture_mirror_test(recipe
     assert (repo / "tests/fixtures/mirror/tasks/mrpc/msr_paraphrase_train.txt").exists()
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                            "tests/test_sources.py::test_every_task_reads_from_fixture_mirror"],
-                          cwd=repo, env=recipe["env"], capture_output=True, text=True,
+                          cwd=repo, env=own_session(recipe["env"]), capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
