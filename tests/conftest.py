@@ -8,6 +8,7 @@ holds a test that needs it, and the tests that do not need it run first, beside 
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -279,7 +280,8 @@ def build_tiny_run(folder: Path, mirror: Path) -> None:
         bin_dir = os.path.dirname(sys.executable)
         env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{repo / 'mlflow.db'}",
                "PATH": f"{bin_dir}:{os.environ['PATH']}", "CTXREP_DATA_MIRROR": str(mirror),
-               "CTXREP_PARAMS_TRACE": str(folder / "trace")}
+               "CTXREP_PARAMS_TRACE": str(folder / "trace"),
+               "PYTHONHASHSEED": "1"}  # test_static_vectors_… reruns a stage with another salt
         with open(folder / "log", "w") as log:
             proc = subprocess.run([os.path.join(bin_dir, "dvc"), "exp", "run", "-S",
                                    "profile=tiny"], cwd=repo, env=env, stdout=log,
@@ -305,18 +307,15 @@ def _tiny_run_in_background(request, tmp_path_factory, tiny_mirror) -> Path | No
     return folder
 
 
-_BUILDERS: list[subprocess.Popen] = []  # the background runs this process started
-
-
 def start_tiny_run(folder: Path, mirror: Path) -> None:
     """:func:`build_tiny_run` into ``folder`` in a process of its own, its pid in ``folder/pid``."""
     code = ("import sys; from pathlib import Path; from tests.conftest import build_tiny_run;"
             " build_tiny_run(Path(sys.argv[1]), Path(sys.argv[2]))")
     with open(folder / "builder.log", "w") as out:
         proc = subprocess.Popen([sys.executable, "-c", code, str(folder), str(mirror)],
-                                cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+                                cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)  # its own group: DVC and stages too
     (folder / "pid").write_text(str(proc.pid))
-    _BUILDERS.append(proc)
 
 
 @pytest.hookimpl(trylast=True)  # after -m / -k have deselected
@@ -326,9 +325,17 @@ def pytest_collection_modifyitems(items):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    if exitstatus == pytest.ExitCode.INTERRUPTED:  # Ctrl-C: leave no pipeline running
-        for proc in _BUILDERS:
-            proc.kill()
+    """No tiny run outlives its session (-x, Ctrl-C, an internal error): when the session ends
+    in the process that owns the shared folder (the xdist controller, or pytest without
+    workers), a run still going is stopped, DVC and its stage included."""
+    import signal
+
+    if hasattr(session.config, "workerinput"):  # an xdist worker: another may still wait on it
+        return
+    folder = session.config._tmp_path_factory.getbasetemp() / "tiny-run"
+    if (folder / "pid").exists() and not (folder / "status").exists():
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(int((folder / "pid").read_text()), signal.SIGKILL)
 
 
 @dataclass(frozen=True)
@@ -386,4 +393,22 @@ def copy_run(repo: Path, dest: Path) -> Path:
     if (repo / ".dvc/cache").is_dir():
         subprocess.run(["cp", "-al", str(repo / ".dvc/cache"), str(dest / ".dvc/cache")],
                        check=True)
+    if (dest / "mlflow.db").exists():
+        _move_mlflow_store(dest / "mlflow.db", repo, dest)
     return dest
+
+
+def _move_mlflow_store(db: Path, old: Path, new: Path) -> None:
+    """The MLflow store names its artifact folders by absolute path (the experiment's artifact
+    root, each run's, each model version's): point every one at the copy, so that a stage run
+    in the copy logs its artifacts there and never into the original run."""
+    import sqlite3
+
+    with sqlite3.connect(db) as con:
+        tables = [t for (t,) in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        for table in tables:
+            for column in con.execute(f'PRAGMA table_info("{table}")').fetchall():
+                name, kind = column[1], column[2].upper()
+                if "CHAR" in kind or "TEXT" in kind:
+                    con.execute(f'UPDATE "{table}" SET "{name}" = replace("{name}", ?, ?) '
+                                f'WHERE instr("{name}", ?) > 0', (str(old), str(new), str(old)))

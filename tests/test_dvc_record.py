@@ -310,7 +310,7 @@ def test_mlflow_transfer_cells_have_one_nested_run_per_seed_and_their_params(run
 
 
 @pytest.mark.slow
-def test_mlflow_registry_holds_both_models_tagged_with_their_dvc_hash(run):
+def test_mlflow_registry_holds_both_models_tagged_with_their_dvc_hash(run, monkeypatch):
     import mlflow
     import torch
     from transformers import AutoTokenizer, BertForPreTraining
@@ -328,9 +328,15 @@ def test_mlflow_registry_holds_both_models_tagged_with_their_dvc_hash(run):
         assert version.tags["git_commit"] == stage_run.data.tags["git_commit"]
     bert = next(r for r in stages if r.info.run_name == "pretrain_bert")
     (version,) = client.search_model_versions(f"name = 'ctxrep-bert' and run_id = '{bert.info.run_id}'")
+    # mlflow.set_tracking_uri also sets MLFLOW_TRACKING_URI, which every later subprocess of
+    # this worker would inherit: cleared after the load, the variable restored by monkeypatch
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{repo / 'mlflow.db'}")
     mlflow.set_tracking_uri(f"sqlite:///{repo / 'mlflow.db'}")
-    logged = mlflow.transformers.load_model(f"models:/ctxrep-bert/{version.version}",
-                                            return_type="components")
+    try:
+        logged = mlflow.transformers.load_model(f"models:/ctxrep-bert/{version.version}",
+                                                return_type="components")
+    finally:
+        mlflow.set_tracking_uri(None)
     ours = BertForPreTraining.from_pretrained(str(repo / "data/models/bert")).eval()
     enc = AutoTokenizer.from_pretrained(str(repo / "data/models/bert"))(
         ["the river bank"], ["plays music"], return_tensors="pt")

@@ -100,6 +100,10 @@ def test_stages_of_one_dvc_repro_share_a_pipeline_run_and_two_invocations_do_not
     first = {r.data.tags["mlflow.parentRunId"] for r in forced}
     assert len(forced) == 2 and len(first) == 1
     parent = client.get_run(first.pop())
+    members = {r.info.run_name for r in runs
+               if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id}
+    # the upstream stage DVC ran first in the same invocation (locate_data always runs)
+    assert members == {"locate_data", "fetch_tasks@wic", "fetch_tasks@sst2"}, members
     assert parent.data.tags["pipeline_key_source"] == "dvc" and "dvc_exp_name" not in parent.data.tags
     assert parent.data.params["profile"] == "tiny" and parent.info.status == "FINISHED"
     (last,) = client.search_runs([exp], "tags.stage = 'locate_data'", max_results=1,
