@@ -252,19 +252,20 @@ def kill_stage_when(repo: Path, script: str, args: list[str], condition, env: di
     return False
 
 
-def dvc(repo: Path, *args: str, env: dict | None = None) -> str:
+def dvc(repo: Path, *args: str, env: dict | None = None, timeout: float = 900) -> str:
     """``dvc <args>`` in ``repo`` with this venv's tools on PATH and ``repo``'s own MLflow store;
     fails the test on a non-zero exit. Returns stdout."""
     bin_dir = os.path.dirname(sys.executable)
     full = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{repo / 'mlflow.db'}",
             "PATH": f"{bin_dir}:{os.environ['PATH']}", **(env or {})}
     proc = subprocess.run([os.path.join(bin_dir, "dvc"), *args], cwd=repo, env=full,
-                          capture_output=True, text=True, timeout=900)
+                          capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, f"dvc {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}"
     return proc.stdout
 
 
 TINY_RUN_TIMEOUT_S = 45 * 60
+TINY_RUN_FOLDER = "tiny-run"  # in the session folder (made_once)
 
 
 def build_tiny_run(folder: Path, mirror: Path) -> None:
@@ -277,16 +278,13 @@ def build_tiny_run(folder: Path, mirror: Path) -> None:
     status = "failed"
     try:
         repo = scratch_repo(folder / "repo", "tiny")
-        bin_dir = os.path.dirname(sys.executable)
-        env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{repo / 'mlflow.db'}",
-               "PATH": f"{bin_dir}:{os.environ['PATH']}", "CTXREP_DATA_MIRROR": str(mirror),
-               "CTXREP_PARAMS_TRACE": str(folder / "trace"),
+        env = {"CTXREP_DATA_MIRROR": str(mirror), "CTXREP_PARAMS_TRACE": str(folder / "trace"),
                "PYTHONHASHSEED": "1"}  # test_static_vectors_… reruns a stage with another salt
-        with open(folder / "log", "w") as log:
-            proc = subprocess.run([os.path.join(bin_dir, "dvc"), "exp", "run", "-S",
-                                   "profile=tiny"], cwd=repo, env=env, stdout=log,
-                                  stderr=subprocess.STDOUT, timeout=TINY_RUN_TIMEOUT_S)
-        status = "ok" if proc.returncode == 0 else "failed"
+        (folder / "log").write_text(dvc(repo, "exp", "run", "-S", "profile=tiny", env=env,
+                                        timeout=TINY_RUN_TIMEOUT_S))
+        status = "ok"
+    except AssertionError as failed:  # dvc() puts DVC's output in the message
+        (folder / "log").write_text(str(failed))
     finally:
         (folder / "status.tmp").write_text(status)
         (folder / "status.tmp").rename(folder / "status")
@@ -299,7 +297,7 @@ def _tiny_run_in_background(request, tmp_path_factory, tiny_mirror) -> Path | No
     (see :func:`pytest_collection_modifyitems`). Returns the run's folder, or None."""
     if not any("tiny_run" in item.fixturenames for item in request.session.items):
         return None
-    folder = made_once(tmp_path_factory, "tiny-run",
+    folder = made_once(tmp_path_factory, TINY_RUN_FOLDER,
                        lambda folder: start_tiny_run(folder, tiny_mirror))
     # The run is the session's critical path (the tests that need it wait for it): the test
     # processes step back (a lower priority, which needs no privilege) and fill the idle CPU.
@@ -332,7 +330,7 @@ def pytest_sessionfinish(session, exitstatus):
 
     if hasattr(session.config, "workerinput"):  # an xdist worker: another may still wait on it
         return
-    folder = session.config._tmp_path_factory.getbasetemp() / "tiny-run"
+    folder = session.config._tmp_path_factory.getbasetemp() / TINY_RUN_FOLDER
     if (folder / "pid").exists() and not (folder / "status").exists():
         with contextlib.suppress(ProcessLookupError):
             os.killpg(int((folder / "pid").read_text()), signal.SIGKILL)

@@ -99,10 +99,9 @@ def _checkpoint_at_least(repo, ckpt_root, min_step=10):
     ("pretrain_bilm.py", "data/models/bilm/model.safetensors", "data/checkpoints/pretrain_bilm"),
     ("pretrain_bert.py", "data/models/bert/model.safetensors", "data/checkpoints/pretrain_bert"),
 ])
-def test_kill_9_then_rerun_matches_uninterrupted(repo, tmp_path, tiny_mirror, script, model_file,
-                                                 ckpt):
+def test_kill_9_then_rerun_matches_uninterrupted(repo, tmp_path, script, model_file, ckpt):
     killed = copy_run(repo, tmp_path / "killed")
-    shutil.rmtree(killed / model_file.rsplit("/", 1)[0])  # the model to train again
+    shutil.rmtree((killed / model_file).parent)  # the model to train again
     (killed / "metrics" / script.replace(".py", ".json")).unlink()
     assert kill_stage_when(killed, script, [], _checkpoint_at_least(killed, ckpt)), \
         "the run ended before it could be killed"
