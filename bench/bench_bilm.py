@@ -1,17 +1,23 @@
-"""biLM pretraining throughput: tokens/s and model FLOP utilisation of ctxrep's BiLM.
+"""biLM pretraining throughput: tokens/s and model FLOP utilisation of ctxrep's BiLM, beside a peer.
 
 A step is forward + backward + AdamW step on one batch of B sentences of T tokens (every
-position a real word; <S>/</S> count as tokens). Model FLOP utilisation = analytic model FLOPs/s
-(ctxrep.models.bilm.flops_per_token x tokens/s) over the peak matmul FLOP/s measured in this run
-(a large square matmul loop, fp32, or bf16 with --bf16).
+position a real word; <S>/</S> count as tokens), words drawn Zipf-distributed from a vocabulary
+so that they repeat within a batch as in running text. Model FLOP utilisation (MFU) = analytic
+model FLOPs/s (ctxrep.models.bilm.flops_per_token x tokens/s, the char-CNN counted once per
+token) over the peak matmul FLOP/s measured in this run (a large square matmul loop, fp32, or
+bf16 with --bf16). The peer is the same network with the same weights written in plain
+``torch.nn`` (``torch.nn.LSTM`` stacks, the char-CNN run on every token); ctxrep's encoder runs
+the char-CNN once per distinct word, so it also prints the hardware FLOP utilisation (the FLOPs
+actually executed). Both are timed in one process, their repeats interleaved.
 
-    python bench/bench_bilm.py                        # CPU default profile sizes
-    python bench/bench_bilm.py --cell-clip 3 --softmax sampled --json bench_bilm.json
+    python bench/bench_bilm.py                        # the default profile's sizes, beside the peer
+    python bench/bench_bilm.py --cell-clip 3 --json bench/results/bilm.json
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import platform
 import random
 import statistics
@@ -21,7 +27,7 @@ from contextlib import nullcontext
 import torch
 
 from ctxrep.io import write_json
-from ctxrep.models.bilm import BiLM, BiLMConfig, flops_per_token
+from ctxrep.models.bilm import BiLM, BiLMConfig, CharCNN, flops_per_token, token_encoder_flops
 from ctxrep.text.elmo_chars import batch_to_char_ids
 from mfu import peak_matmul_flops, synchronize  # bench/mfu.py (run as a script)
 
@@ -33,19 +39,19 @@ def parse_filters(text: str) -> list[list[int]]:
 
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--projection-dim", type=int, default=256)
-    p.add_argument("--cell-dim", type=int, default=1024)
+    p.add_argument("--projection-dim", type=int, default=128)
+    p.add_argument("--cell-dim", type=int, default=512)
     p.add_argument("--n-layers", type=int, default=2)
-    p.add_argument("--filters", type=parse_filters, default=parse_filters("1:32,2:32,3:64,4:128,5:256"),
-                   help="char-CNN filters as width:n pairs (default sums to 512)")
+    p.add_argument("--filters", type=parse_filters, default=parse_filters("1:32,2:32,3:64,4:64,5:64"),
+                   help="char-CNN filters as width:n pairs (default: the default profile, 256 filters)")
     p.add_argument("--n-highway", type=int, default=1)
     p.add_argument("--cell-clip", type=float, default=None, help="clip cell and projection (explicit LSTM loop)")
     p.add_argument("--vocab-size", type=int, default=20000)
-    p.add_argument("--softmax", choices=["full", "sampled"], default="full")
-    p.add_argument("--n-negatives", type=int, default=8192)
+    p.add_argument("--softmax", choices=["full", "sampled"], default="sampled")
+    p.add_argument("--n-negatives", type=int, default=2048)
     p.add_argument("--dropout", type=float, default=0.1)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--seq-len", type=int, default=20, help="tokens per sentence, <S> and </S> included")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--seq-len", type=int, default=25, help="tokens per sentence, <S> and </S> included")
     p.add_argument("--steps", type=int, default=10, help="timed steps per repeat")
     p.add_argument("--repeats", type=int, default=3, help="timed rounds; the median is reported")
     p.add_argument("--warmup", type=int, default=2)
@@ -58,17 +64,32 @@ def parse_args() -> argparse.Namespace:
 
 
 def make_batch(args, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Random lowercase words of 1-12 letters (char ids) and Zipf-distributed target ids."""
+    """Sentences of words drawn like running text: a vocabulary of ``vocab_size`` random
+    lowercase words of 1-12 letters, drawn Zipf-distributed (frequency ~ 1 / rank), so words
+    repeat within a batch as they do in a corpus; the targets are the words' ranks."""
     rng = random.Random(args.seed)
-    words = args.seq_len - 2
-    sentences = [["".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(1, 12))) for _ in range(words)]
-                 for _ in range(args.batch_size)]
-    char_ids = batch_to_char_ids(sentences, add_bos_eos=True)
+    vocab = ["".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(1, 12)))
+             for _ in range(args.vocab_size)]
     generator = torch.Generator().manual_seed(args.seed)
     zipf = 1.0 / torch.arange(1, args.vocab_size + 1, dtype=torch.float64)
-    targets = torch.multinomial(zipf, char_ids.shape[0] * char_ids.shape[1], replacement=True, generator=generator)
+    ranks = torch.multinomial(zipf, args.batch_size * args.seq_len, replacement=True, generator=generator)
+    ranks = ranks.view(args.batch_size, args.seq_len)
+    sentences = [[vocab[r] for r in row[1:-1].tolist()] for row in ranks]  # <S>, </S> at the ends
+    char_ids = batch_to_char_ids(sentences, add_bos_eos=True)
     mask = torch.ones(char_ids.shape[:2], dtype=torch.bool)
-    return char_ids.to(device), targets.view(mask.shape).to(device), mask.to(device)
+    return char_ids.to(device), ranks.to(device), mask.to(device)
+
+
+class PlainCharCNN(CharCNN):
+    """The peer's token encoder: the same char-CNN run on every token, as written in
+    ``torch.nn`` with no work shared between occurrences of a word."""
+
+    def forward(self, char_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        B, T, W = char_ids.shape
+        chars = self.char_embedding(char_ids.reshape(B * T, W)).transpose(1, 2)
+        features = torch.cat([conv(chars).amax(dim=-1) for conv in self.convs], dim=-1)
+        tokens = self.projection(self.highway(self.activation(features)))
+        return tokens.view(B, T, -1) * mask.unsqueeze(-1)
 
 
 def main() -> None:
@@ -82,38 +103,49 @@ def main() -> None:
         cell_dim=args.cell_dim, n_layers=args.n_layers, cell_clip=args.cell_clip, proj_clip=args.cell_clip,
         dropout=args.dropout, softmax=args.softmax, n_negatives=args.n_negatives,
     ).validate()
-    model = BiLM(config).to(device).train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=device.type == "cuda")
     batch = make_batch(args, device)
     autocast = torch.autocast(device.type, dtype=torch.bfloat16) if args.bf16 else nullcontext()
+    torch.manual_seed(args.seed)
+    model = BiLM(config).to(device).train()
+    peer = copy.deepcopy(model)
+    peer.token_encoder.__class__ = PlainCharCNN  # same weights, every token encoded
 
-    def step() -> None:
+    # Interleaved repeats, so both see the same machine state; the median of each is reported.
+    optimizers = {name: torch.optim.AdamW(m.parameters(), lr=1e-3, fused=device.type == "cuda")
+                  for name, m in (("ctxrep", model), ("peer", peer))}
+    models = {"ctxrep": model, "peer": peer}
+
+    def step(name: str) -> None:
         with autocast:
-            loss = model.lm_loss(*batch).loss
-        optimizer.zero_grad(set_to_none=True)
+            loss = models[name].lm_loss(*batch).loss
+        optimizers[name].zero_grad(set_to_none=True)
         loss.backward()
-        optimizer.step()
+        optimizers[name].step()
 
-    for _ in range(args.warmup):
-        step()
-    seconds_per_step = []
+    for name in models:
+        for _ in range(args.warmup):
+            step(name)
+    seconds_per_step = {name: [] for name in models}
     for _ in range(args.repeats):
-        synchronize(device)
-        start = time.perf_counter()
-        for _ in range(args.steps):
-            step()
-        synchronize(device)
-        seconds_per_step.append((time.perf_counter() - start) / args.steps)
-    step_seconds = statistics.median(seconds_per_step)
+        for name in models:
+            synchronize(device)
+            start = time.perf_counter()
+            for _ in range(args.steps):
+                step(name)
+            synchronize(device)
+            seconds_per_step[name].append((time.perf_counter() - start) / args.steps)
 
     tokens_per_step = args.batch_size * args.seq_len
-    tokens_per_second = tokens_per_step / step_seconds
-    model_flops = flops_per_token(config) * tokens_per_second
+    distinct = int(torch.unique(batch[0].reshape(tokens_per_step, -1), dim=0).shape[0])
+    # Training FLOPs of the char-CNN path per token, which ctxrep's encoder spends once per
+    # distinct word of the batch rather than once per token.
+    char_flops = 3 * token_encoder_flops(config)
     peak = peak_matmul_flops(device, torch.bfloat16 if args.bf16 else torch.float32)
     result = {
         "config": config.to_dict(),
         "batch_size": args.batch_size,
         "seq_len": args.seq_len,
+        "distinct_words_per_batch": distinct,
         "device": str(device),
         "dtype": "bf16-autocast" if args.bf16 else "fp32",
         "threads": torch.get_num_threads(),
@@ -122,26 +154,34 @@ def main() -> None:
         "parameters": model.num_parameters(),
         "parameters_without_softmax": model.num_parameters(include_softmax=False),
         "train_flops_per_token": flops_per_token(config),
-        "step_ms": 1e3 * step_seconds,
-        "step_ms_per_repeat": [1e3 * s for s in seconds_per_step],
-        "tokens_per_second": tokens_per_second,
-        "model_flops_per_second": model_flops,
         "peak_matmul_flops_per_second": peak,
-        "mfu": model_flops / peak,
     }
     rows = [
         ("model", f"P={config.projection_dim} C={config.cell_dim} L={config.n_layers} "
                   f"filters={config.n_filters} V={config.vocab_size} {config.softmax} softmax"
                   + (f" clip={args.cell_clip}" if args.cell_clip else "")),
         ("parameters", f"{result['parameters'] / 1e6:.2f}M ({result['parameters_without_softmax'] / 1e6:.2f}M without softmax)"),
-        ("batch", f"{args.batch_size} x {args.seq_len} tokens, {result['dtype']}, {device}, {result['threads']} threads"),
-        ("train FLOPs / token", f"{result['train_flops_per_token'] / 1e6:.1f} MFLOP"),
-        ("step", f"{result['step_ms']:.1f} ms (median of {args.repeats} x {args.steps} steps)"),
-        ("throughput", f"{tokens_per_second:,.0f} tokens/s"),
-        ("model FLOP/s", f"{model_flops / 1e9:.1f} GFLOP/s"),
+        ("batch", f"{args.batch_size} x {args.seq_len} tokens ({distinct} distinct words), {result['dtype']}, "
+                  f"{device}, {result['threads']} threads"),
+        ("train FLOPs / token", f"{result['train_flops_per_token'] / 1e6:.1f} MFLOP (char-CNN path "
+                                f"{char_flops / 1e6:.1f})"),
         ("peak matmul FLOP/s", f"{peak / 1e9:.1f} GFLOP/s"),
-        ("MFU", f"{100 * result['mfu']:.1f}%"),
     ]
+    for name, label in (("peer", "peer: torch.nn, every token encoded"), ("ctxrep", "ctxrep BiLM")):
+        step_seconds = statistics.median(seconds_per_step[name])
+        tokens_per_second = tokens_per_step / step_seconds
+        model_flops = flops_per_token(config) * tokens_per_second
+        # what the hardware executed: the char-CNN path once per distinct word for ctxrep
+        executed = (flops_per_token(config) * tokens_per_step
+                    - (char_flops * (tokens_per_step - distinct) if name == "ctxrep" else 0)) / step_seconds
+        result[name] = {"step_ms": 1e3 * step_seconds,
+                        "step_ms_per_repeat": [1e3 * t for t in seconds_per_step[name]],
+                        "tokens_per_second": tokens_per_second, "model_flops_per_second": model_flops,
+                        "mfu": model_flops / peak, "hardware_flops_utilisation": executed / peak}
+        rows += [(label, f"{1e3 * step_seconds:.1f} ms/step, {tokens_per_second:,.0f} tokens/s, "
+                         f"MFU {100 * model_flops / peak:.1f}% (hardware FLOPs {100 * executed / peak:.1f}%)")]
+    rows.append(("speed-up over the peer",
+                 f"{result['ctxrep']['tokens_per_second'] / result['peer']['tokens_per_second']:.2f}x"))
     width = max(len(name) for name, _ in rows)
     for name, value in rows:
         print(f"{name:<{width}}  {value}")

@@ -175,6 +175,27 @@ def test_token_layer_is_context_free_and_covers_unseen_words():
     assert tokens[2, 1].abs().sum() > 0 and torch.isfinite(tokens[2, 1]).all()  # a made-up word
 
 
+def test_char_cnn_encodes_each_distinct_word_once_with_the_same_values_and_gradients():
+    """Encoding each distinct word once (then copying its vector to every occurrence) gives the
+    values and the gradients of encoding every token on its own."""
+    model = tiny_bilm()
+    cnn = model.token_encoder
+    char_ids, mask = encode([["the", "dog", "saw", "the", "dog"], ["the", "cat"]])
+    tokens = cnn(char_ids, mask)
+    tokens.pow(2).sum().backward()
+    fast = {name: p.grad.clone() for name, p in cnn.named_parameters()}
+    cnn.zero_grad()
+
+    B, T, W = char_ids.shape
+    chars = cnn.char_embedding(char_ids.reshape(B * T, W)).transpose(1, 2)  # every token encoded
+    features = torch.cat([conv(chars).amax(dim=-1) for conv in cnn.convs], dim=-1)
+    each = cnn.projection(cnn.highway(cnn.activation(features))).view(B, T, -1) * mask.unsqueeze(-1)
+    each.pow(2).sum().backward()
+    torch.testing.assert_close(tokens, each)
+    for name, p in cnn.named_parameters():
+        torch.testing.assert_close(fast[name], p.grad, rtol=1e-5, atol=1e-4)  # summed in another order
+
+
 def random_targets(mask: torch.Tensor, vocab_size: int) -> torch.Tensor:
     return torch.randint(0, vocab_size, mask.shape) * mask
 

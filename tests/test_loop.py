@@ -60,6 +60,20 @@ def test_interrupted_run_resumes_to_identical_weights(tmp_path):
     assert resumed.curve == ref.curve and resumed.final_eval == ref.final_eval
 
 
+def test_held_out_curve_is_timed_and_survives_a_resume(tmp_path):
+    """Every evaluation carries the training seconds before it (the time-to-perplexity axis),
+    also the ones made before a resume."""
+    crashed = ToyObjective(crash_at=17)
+    with pytest.raises(KeyboardInterrupt):
+        loop.train(crashed, cfg(eval_every=5), tmp_path)
+    result = loop.train(ToyObjective(), cfg(eval_every=5), tmp_path)
+    curve = loop.heldout_curve(result)
+    assert [p["step"] for p in curve] == [5, 10, 15, 20, 25]
+    assert all(p["mse"] == metrics["mse"] for p, (_, metrics) in zip(curve, result.evals))
+    seconds = [p["train_s"] for p in curve]
+    assert seconds == sorted(seconds) and seconds[-1] == round(result.train_seconds, 1)
+
+
 def test_resume_is_not_a_no_op_check(tmp_path):
     """Guard for the test above: a different seed really gives different weights."""
     a, b = ToyObjective(), ToyObjective()

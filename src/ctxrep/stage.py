@@ -53,10 +53,11 @@ class StageContext:
         self._summary.update(items)
 
     def compute(self, *, amount: int, unit: str, params: int | None = None,
-                flops: float | None = None, **timings: float) -> None:
+                flops: float | None = None, **timings) -> None:
         """This stage's line in the report's compute ledger: the data it processed (``amount``
         ``unit``, e.g. training tokens), the parameters it trained or ran, estimated FLOPs and
-        any ``timings`` (e.g. ``tokens_per_s``). Written with the stage's wall time to
+        any ``timings`` (numbers such as ``tokens_per_s``, or a pretraining stage's
+        ``heldout_curve`` against training seconds). Written with the stage's wall time to
         ``reports/compute/<stage>.json`` when it ends, and logged to MLflow."""
         self._compute = {"amount": int(amount), "unit": unit, "params": params,
                          "flops": None if flops is None else float(f"{flops:.4g}"), **timings}

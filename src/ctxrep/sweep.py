@@ -52,20 +52,35 @@ class SweepPoint:
 UNFINISHED = ("queued", "running", "failed")
 
 
-def experiments(show: list) -> list[tuple[str, dict]]:
-    """(name, metrics by path) of every finished experiment in ``dvc exp show --json`` output,
-    and of each baseline commit (the workspace aside: it is one of them or uncommitted)."""
+def experiment_revs(show: list) -> list[tuple[str, str, dict]]:
+    """(name, git revision, data) of every finished experiment in ``dvc exp show --json``
+    output, and of each baseline commit (the workspace aside: it is one of them or uncommitted)."""
     out = []
     for baseline in show:
         if baseline.get("rev") != "workspace" and baseline.get("data"):
-            out.append((baseline.get("name") or baseline["rev"][:7], baseline["data"]))
+            out.append((baseline.get("name") or baseline["rev"][:7], baseline["rev"], baseline["data"]))
         for exp in baseline.get("experiments") or []:
             if (exp.get("executor") or {}).get("state") in UNFINISHED:
                 continue
             for rev in exp.get("revs") or []:
                 if rev.get("data"):
-                    out.append((rev.get("name") or exp.get("name") or rev["rev"][:7], rev["data"]))
+                    out.append((rev.get("name") or exp.get("name") or rev["rev"][:7], rev["rev"],
+                                rev["data"]))
     return out
+
+
+def experiments(show: list) -> list[tuple[str, dict]]:
+    """(name, metrics by path) of every finished experiment and baseline commit."""
+    return [(name, data) for name, _, data in experiment_revs(show)]
+
+
+def exp_show_json() -> list:
+    """``dvc exp show --json`` of the current repository (SystemExit 2 when DVC fails)."""
+    proc = subprocess.run(["dvc", "exp", "show", "--json"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        print(f"dvc exp show failed: {proc.stderr.strip()}", file=sys.stderr)
+        raise SystemExit(2)
+    return json.loads(proc.stdout)
 
 
 def _metric(data: dict, path: str) -> dict | None:
@@ -139,14 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     if ":" not in args.claim:
         parser.error(f"--claim {args.claim!r}: expected BETTER:WORSE, e.g. elmo:static")
     better, worse = args.claim.split(":", 1)
-    if args.show_json:
-        show = json.loads(args.show_json.read_text())
-    else:
-        proc = subprocess.run(["dvc", "exp", "show", "--json"], capture_output=True, text=True)
-        if proc.returncode != 0:
-            print(f"dvc exp show failed: {proc.stderr.strip()}", file=sys.stderr)
-            return 2
-        show = json.loads(proc.stdout)
+    show = json.loads(args.show_json.read_text()) if args.show_json else exp_show_json()
     points = sweep_points(show, args.model, better, worse, args.experiments)
     args.out.mkdir(parents=True, exist_ok=True)
     with atomic_file(args.out / "sweep.md") as f:

@@ -181,7 +181,9 @@ class CharCNN(nn.Module):
         z_k = act(max_i conv_k(e)_i)                        one feature per filter, K = sum n_filters
         x   = Highway(z)                                    n_highway layers, ReLU
         out = W_p x + b_p                                   projection to projection_dim
-    The vector depends only on the word's characters, so any word, seen or not, gets one.
+    The vector depends only on the word's characters, so any word, seen or not, gets one, and
+    each distinct word in a batch is encoded once (running text repeats its words: a batch of
+    64 Wikipedia sentences holds about 2 tokens per distinct word).
     """
 
     def __init__(self, config: BiLMConfig) -> None:
@@ -195,9 +197,13 @@ class CharCNN(nn.Module):
     def forward(self, char_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """(B, T, W) char ids -> (B, T, P) token vectors, zero where ``mask`` is False."""
         B, T, W = char_ids.shape
-        chars = self.char_embedding(char_ids.reshape(B * T, W)).transpose(1, 2)  # (BT, E, W): Conv1d layout
+        words, occurrence = torch.unique(char_ids.reshape(B * T, W), dim=0, return_inverse=True)
+        chars = self.char_embedding(words).transpose(1, 2)  # (distinct words, E, W): Conv1d layout
         features = torch.cat([conv(chars).amax(dim=-1) for conv in self.convs], dim=-1)
-        tokens = self.projection(self.highway(self.activation(features)))
+        vectors = self.projection(self.highway(self.activation(features)))
+        # Looked up with F.embedding, not indexing: its backward sums a word's occurrences in a
+        # fixed order (indexing's backward uses parallel atomic adds on CPU).
+        tokens = F.embedding(occurrence, vectors)
         return tokens.view(B, T, -1) * mask.unsqueeze(-1)
 
 
@@ -479,13 +485,17 @@ def forward_flops_per_token(config: BiLMConfig, softmax: bool) -> float:
     logits; sampled: n_negatives + 1; assumes every position is predicted in both directions,
     each sentence makes length - 1, slightly fewer). Feature extraction runs without it.
     """
-    W, E, K, P, C = (config.max_chars_per_token, config.char_embed_dim, config.n_filters,
-                     config.projection_dim, config.cell_dim)
-    char_cnn = sum(2 * (W - width + 1) * width * E * n for width, n in config.filters)
-    highway = config.n_highway * 2 * K * (2 * K)
-    token_projection = 2 * K * P
+    P, C = config.projection_dim, config.cell_dim
     lstm_layer = 2 * (P + P) * 4 * C + 2 * C * P
     lstms = 2 * config.n_layers * lstm_layer
     logits = config.vocab_size if config.softmax == "full" else config.n_negatives + 1
     output = 2 * 2 * P * logits if softmax else 0
-    return char_cnn + highway + token_projection + lstms + output
+    return token_encoder_flops(config) + lstms + output
+
+
+def token_encoder_flops(config: BiLMConfig) -> float:
+    """Forward FLOPs of the char-CNN token encoder for one word: convolutions, highway, projection."""
+    W, E, K, P = config.max_chars_per_token, config.char_embed_dim, config.n_filters, config.projection_dim
+    char_cnn = sum(2 * (W - width + 1) * width * E * n for width, n in config.filters)
+    highway = config.n_highway * 2 * K * (2 * K)
+    return char_cnn + highway + 2 * K * P

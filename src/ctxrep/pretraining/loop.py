@@ -189,6 +189,7 @@ class TrainResult:
     train_seconds: float
     curve: list = field(default_factory=list)      # [step, loss, lr]
     evals: list = field(default_factory=list)      # [step, {metric: value}]
+    eval_seconds: list = field(default_factory=list)  # [step, train_seconds] of each evaluation
     final_eval: dict = field(default_factory=dict)
     resumed_from: int = 0
 
@@ -256,6 +257,8 @@ def train(objective: Objective, cfg: LoopConfig, ckpt_dir: Path, run=None,
         result.steps, result.train_tokens = int(state["step"]), int(state["train_tokens"])
         result.curve = [list(map(float, row)) for row in state["curve"].tolist()]
         result.evals = json.loads(bytes(state["evals"].tolist()).decode())
+        if "eval_seconds" in state:  # absent from checkpoints of older code
+            result.eval_seconds = [list(map(float, row)) for row in state["eval_seconds"].tolist()]
         result.train_seconds = float(state["train_seconds"])
         result.resumed_from = result.steps
         if "objective" in state:
@@ -280,9 +283,11 @@ def train(objective: Objective, cfg: LoopConfig, ckpt_dir: Path, run=None,
             return
         curve = torch.tensor(result.curve, dtype=torch.float64).reshape(-1, 3)
         evals = torch.tensor(list(json.dumps(result.evals).encode()), dtype=torch.uint8)
+        eval_seconds = torch.tensor(result.eval_seconds, dtype=torch.float64).reshape(-1, 2)
         ckpts.save(step, {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                           "scheduler": scheduler.state_dict(), "step": step,
                           "train_tokens": result.train_tokens, "curve": curve, "evals": evals,
+                          "eval_seconds": eval_seconds,
                           "train_seconds": result.train_seconds,
                           **({"objective": objective.state_dict()}
                              if hasattr(objective, "state_dict") else {})})
@@ -344,9 +349,11 @@ def train(objective: Objective, cfg: LoopConfig, ckpt_dir: Path, run=None,
         if cfg.eval_every and (step + 1) % cfg.eval_every == 0 and step + 1 < cfg.steps:
             metrics = _evaluate(objective, autocast)
             result.evals.append([step + 1, metrics])
+            result.eval_seconds.append([step + 1, result.train_seconds])
             if run is not None and d.main:
-                run.log_metrics({f"val_{k}" if not k.startswith("val_") else k: v
-                                 for k, v in metrics.items()}, step=step + 1)
+                run.log_metrics({**{f"val_{k}" if not k.startswith("val_") else k: v
+                                    for k, v in metrics.items()},
+                                 "train_s": result.train_seconds}, step=step + 1)
             model.train()
             if getattr(objective, "should_stop", False):  # early stopping (model selection)
                 break
@@ -359,8 +366,9 @@ def train(objective: Objective, cfg: LoopConfig, ckpt_dir: Path, run=None,
         return result
     result.final_eval = _evaluate(objective, autocast)
     result.evals.append([result.steps, result.final_eval])
+    result.eval_seconds.append([result.steps, result.train_seconds])
     if run is not None and d.main:
-        run.log_metrics(result.final_eval, step=result.steps)
+        run.log_metrics({**result.final_eval, "train_s": result.train_seconds}, step=result.steps)
     return result
 
 
@@ -393,6 +401,13 @@ def write_eval_curve(path: Path, result: TrainResult) -> None:
                                                   for k in keys)]) + "\n")
 
 
+def heldout_curve(result: TrainResult) -> list[dict]:
+    """Each evaluation's step, training seconds so far (evaluation time excluded) and metrics."""
+    seconds = dict((int(step), s) for step, s in result.eval_seconds)
+    return [{"step": int(step), "train_s": round(seconds[int(step)], 1), **metrics}
+            for step, metrics in result.evals if int(step) in seconds]
+
+
 def run_key(*parts) -> str:
     """A checkpoint folder name from a run's params and data: a changed run never resumes an
     old one's checkpoints."""
@@ -405,14 +420,16 @@ def publish(ctx, name: str, result: TrainResult, evaluation: dict, n_params: int
     """What a pretraining stage leaves besides its model, once it has finished: ``metrics/
     <name>.json`` (``evaluation`` + run totals: the same bytes on every run), its loss curve
     (``metrics/<name>_curve.tsv``), its held-out curve (``metrics/<name>_val.tsv``) and its
-    compute-ledger entry (with the timings, which differ run to run); its checkpoints go.
-    ``ctx`` is the stage's :class:`ctxrep.stage.StageContext`."""
+    compute-ledger entry (with the timings, which differ run to run: among them the held-out
+    curve against training seconds, ``heldout_curve``, for time-to-perplexity comparisons);
+    its checkpoints go. ``ctx`` is the stage's :class:`ctxrep.stage.StageContext`."""
     metrics = {**evaluation, "train_tokens": result.train_tokens, "steps": result.steps,
                "params": n_params, "train_flops": float(flops_per_token) * result.train_tokens}
     ctx.write_metrics(f"metrics/{name}.json", metrics)
     ctx.compute(amount=result.train_tokens, unit="tokens", params=n_params,
                 flops=metrics["train_flops"], train_s=round(result.train_seconds, 1),
-                tokens_per_s=round(result.train_tokens / max(result.train_seconds, 1e-9), 1))
+                tokens_per_s=round(result.train_tokens / max(result.train_seconds, 1e-9), 1),
+                heldout_curve=heldout_curve(result))
     write_curve(Path(f"metrics/{name}_curve.tsv"), result)
     write_eval_curve(Path(f"metrics/{name}_val.tsv"), result)
     Checkpoints(ckpt_root).clear()

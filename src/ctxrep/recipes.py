@@ -1,0 +1,152 @@
+"""Pretraining recipes compared by time to perplexity: held-out perplexity against training
+seconds, not against steps (a recipe with twice the steps per second may win at equal steps and
+lose at equal time, or the reverse).
+
+Queue one experiment per recipe, running only the pretraining stage, then collect them:
+
+    dvc exp run --queue pretrain_bilm -n bilm-recipe-base
+    dvc exp run --queue pretrain_bilm -S pretrain_bilm.lr=0.005 -n bilm-recipe-lr5e-3
+    dvc exp run --run-all                  # one after another: each timing has the machine
+    python -m ctxrep.recipes --model bilm --experiments 'bilm-recipe-*' --target 190
+
+Each experiment's ``reports/compute/pretrain_<model>.json`` (a DVC output, read from the cache
+at the experiment's revision) holds ``heldout_curve``: every evaluation's step, the training
+seconds before it (evaluation time excluded) and its held-out metrics. This module writes
+``reports/recipes.md`` (per recipe: the params that differ from the first experiment, tokens/s,
+the first evaluation at or below ``--target`` and the final perplexity) and
+``reports/recipes.png`` (perplexity against training seconds, one line per recipe).
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from matplotlib.figure import Figure
+
+from ctxrep.io import atomic_file
+from ctxrep.report import plots
+from ctxrep.report.tables import markdown_table
+from ctxrep.sweep import exp_show_json, experiment_revs
+from ctxrep.tracking import flatten
+
+METRIC = {"bilm": "val_ppl", "bert": "val_mlm_acc"}
+
+
+@dataclass(frozen=True)
+class Recipe:
+    experiment: str
+    params: dict             # the model's pretraining section, flattened
+    tokens_per_s: float
+    curve: list[tuple[int, float, float]]   # (step, train seconds, metric)
+
+    def first_at(self, target: float, lower_is_better: bool) -> tuple[int, float] | None:
+        """(step, seconds) of the first evaluation at or past ``target``."""
+        for step, seconds, value in self.curve:
+            if (value <= target) if lower_is_better else (value >= target):
+                return step, seconds
+        return None
+
+
+def read_from_dvc(rev: str, path: str) -> str:
+    import dvc.api
+
+    return dvc.api.read(path, rev=rev, repo=".")
+
+
+def recipes(show: list, model: str, names: str = "*",
+            read: Callable[[str, str], str] = read_from_dvc) -> list[Recipe]:
+    """Every finished experiment named like ``names`` whose compute ledger has a held-out curve
+    (experiments from before curves were timed are skipped)."""
+    metric, out = METRIC[model], []
+    for name, rev, data in experiment_revs(show):
+        if not fnmatch.fnmatchcase(name, names):
+            continue
+        try:
+            ledger = json.loads(read(rev, f"reports/compute/pretrain_{model}.json"))
+        except Exception:  # noqa: BLE001 — not run, or a revision without this output
+            continue
+        points = [(int(p["step"]), float(p["train_s"]), float(p[metric]))
+                  for p in ledger.get("heldout_curve") or [] if metric in p]
+        if not points:
+            continue
+        section = ((data.get("params") or {}).get("params.yaml") or {}).get("data") or {}
+        out.append(Recipe(name, flatten(section.get(f"pretrain_{model}") or {}),
+                          float(ledger.get("tokens_per_s") or 0.0), points))
+    return out
+
+
+def changed(recipe: Recipe, reference: Recipe) -> str:
+    keys = sorted(k for k in recipe.params.keys() | reference.params.keys()
+                  if recipe.params.get(k) != reference.params.get(k))
+    return ", ".join(f"{k}={recipe.params.get(k)}" for k in keys) or "(reference)"
+
+
+def table(found: list[Recipe], model: str, target: float) -> str:
+    metric, lower = METRIC[model], model == "bilm"
+    head = f"# Pretraining recipes: {metric} against training seconds\n\n"
+    if not found:
+        return head + ("_No experiment has a timed held-out curve: run the queued experiments "
+                       "first (see `python -m ctxrep.recipes --help`)._\n")
+    rows = []
+    for r in found:
+        hit = r.first_at(target, lower)
+        final_step, final_s, final = r.curve[-1]
+        rows.append([r.experiment, changed(r, found[0]), f"{r.tokens_per_s:,.0f}",
+                     "not reached" if hit is None else f"{hit[1]:,.0f} s (step {hit[0]:,})",
+                     f"{final:.1f}", f"{final_s:,.0f} s ({final_step:,} steps)"])
+    sign = "≤" if lower else "≥"
+    return head + markdown_table(
+        ["experiment", "params (vs the first)", "tokens/s", f"first {metric} {sign} {target:g}",
+         f"final {metric}", "training time"], rows) + "\n"
+
+
+@plots.default_style
+def figure(found: list[Recipe], model: str, target: float) -> Figure | None:
+    if not found:
+        return None
+    fig, (ax,) = plots.new_figure(1, extra_width=1.6)
+    for r in found:
+        ax.plot([s for _, s, _ in r.curve], [v for _, _, v in r.curve], marker="o",
+                markersize=3, label=r.experiment)
+    ax.axhline(target, color="black", linewidth=0.8, linestyle="--")
+    if model == "bilm":
+        ax.set_yscale("log")
+    ax.set(title=f"{model}: held-out {METRIC[model]} against training time",
+           xlabel="training seconds (evaluation excluded)", ylabel=METRIC[model])
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return fig
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ctxrep.recipes", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", choices=sorted(METRIC), default="bilm")
+    parser.add_argument("--target", type=float, default=190.0,
+                        help="the held-out value to reach (bilm: perplexity; bert: MLM accuracy)")
+    parser.add_argument("--experiments", default="*", metavar="PATTERN",
+                        help="only experiments whose name matches this shell pattern")
+    parser.add_argument("--show-json", type=Path,
+                        help="read this `dvc exp show --json` output instead of running it")
+    parser.add_argument("--out", type=Path, default=Path("reports"))
+    args = parser.parse_args(argv)
+    show = json.loads(args.show_json.read_text()) if args.show_json else exp_show_json()
+    found = recipes(show, args.model, args.experiments, read=read_from_dvc)
+    args.out.mkdir(parents=True, exist_ok=True)
+    with atomic_file(args.out / "recipes.md") as f:
+        f.write(table(found, args.model, args.target))
+    fig = figure(found, args.model, args.target)
+    if fig is not None:
+        plots.save_png(fig, args.out / "recipes.png")
+    print(f"{len(found)} recipe(s) → {args.out / 'recipes.md'}"
+          + (f", {args.out / 'recipes.png'}" if fig else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
