@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from ctxrep.recipes import main, recipes, table
+from ctxrep.recipes import main, recipes, table, with_reference_first
 
 
 def exp(rev: str, name: str, lr: float) -> dict:
@@ -46,10 +46,13 @@ def test_recipes_are_timed_curves_of_matching_experiments_only():
 
 
 def test_table_names_what_changed_and_when_the_target_was_reached():
-    text = table(recipes(SHOW, "bilm", "bilm-recipe-*", read=read), "bilm", 190)
-    base, fast = [line for line in text.splitlines() if line.startswith("| bilm-recipe")]
-    assert "(reference)" in base and "not reached" in base
-    assert "lr=0.005" in fast and "190 s (step 300)" in fast and "180.0" in fast
+    found = with_reference_first(recipes(SHOW, "bilm", "bilm-recipe-*", read=read), "bilm-recipe-fast")
+    text = table(found, "bilm", 190)
+    fast, base = [line for line in text.splitlines() if line.startswith("| bilm-recipe")]
+    assert "(reference)" in fast and "190 s (step 300)" in fast and "180.0" in fast
+    assert "lr=0.002" in base and "not reached" in base and "vs bilm-recipe-fast" in text
+    with pytest.raises(SystemExit, match="no timed experiment"):
+        with_reference_first(found, "bilm-recipe-untimed")
     assert "No experiment" in table([], "bilm", 190)
 
 

@@ -12,7 +12,7 @@ Queue one experiment per recipe, running only the pretraining stage, then collec
 Each experiment's ``reports/compute/pretrain_<model>.json`` (a DVC output, read from the cache
 at the experiment's revision) holds ``heldout_curve``: every evaluation's step, the training
 seconds before it (evaluation time excluded) and its held-out metrics. This module writes
-``reports/recipes.md`` (per recipe: the params that differ from the first experiment, tokens/s,
+``reports/recipes.md`` (per recipe: the params that differ from the ``--reference`` one, tokens/s,
 the first evaluation at or below ``--target`` and the final perplexity) and
 ``reports/recipes.png`` (perplexity against training seconds, one line per recipe).
 """
@@ -80,10 +80,24 @@ def recipes(show: list, model: str, names: str = "*",
     return out
 
 
+# Keys that change when and how often a run reports, not what it trains.
+BOOKKEEPING = ("eval_every", "checkpoint_every", "log_every")
+
+
 def changed(recipe: Recipe, reference: Recipe) -> str:
     keys = sorted(k for k in recipe.params.keys() | reference.params.keys()
-                  if recipe.params.get(k) != reference.params.get(k))
+                  if recipe.params.get(k) != reference.params.get(k) and k not in BOOKKEEPING)
     return ", ".join(f"{k}={recipe.params.get(k)}" for k in keys) or "(reference)"
+
+
+def with_reference_first(found: list[Recipe], reference: str | None) -> list[Recipe]:
+    """The recipes in name order, the one named ``reference`` (default: the first) first."""
+    found = sorted(found, key=lambda r: r.experiment)
+    chosen = [r for r in found if r.experiment == reference]
+    if reference is not None and not chosen:
+        raise SystemExit(f"--reference {reference!r}: no timed experiment of that name "
+                         f"(found: {', '.join(r.experiment for r in found) or 'none'})")
+    return chosen + [r for r in found if r not in chosen]
 
 
 def table(found: list[Recipe], model: str, target: float) -> str:
@@ -101,7 +115,7 @@ def table(found: list[Recipe], model: str, target: float) -> str:
                      f"{final:.1f}", f"{final_s:,.0f} s ({final_step:,} steps)"])
     sign = "≤" if lower else "≥"
     return head + markdown_table(
-        ["experiment", "params (vs the first)", "tokens/s", f"first {metric} {sign} {target:g}",
+        ["experiment", f"params (vs {found[0].experiment})", "tokens/s", f"first {metric} {sign} {target:g}",
          f"final {metric}", "training time"], rows) + "\n"
 
 
@@ -131,12 +145,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="the held-out value to reach (bilm: perplexity; bert: MLM accuracy)")
     parser.add_argument("--experiments", default="*", metavar="PATTERN",
                         help="only experiments whose name matches this shell pattern")
+    parser.add_argument("--reference", metavar="NAME",
+                        help="the experiment the others' params are compared with (default: the "
+                             "first by name)")
     parser.add_argument("--show-json", type=Path,
                         help="read this `dvc exp show --json` output instead of running it")
     parser.add_argument("--out", type=Path, default=Path("reports"))
     args = parser.parse_args(argv)
     show = json.loads(args.show_json.read_text()) if args.show_json else exp_show_json()
-    found = recipes(show, args.model, args.experiments, read=read_from_dvc)
+    found = with_reference_first(recipes(show, args.model, args.experiments, read=read_from_dvc),
+                                 args.reference)
     args.out.mkdir(parents=True, exist_ok=True)
     with atomic_file(args.out / "recipes.md") as f:
         f.write(table(found, args.model, args.target))
