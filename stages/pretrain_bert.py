@@ -10,11 +10,11 @@ from ctxrep import config
 from ctxrep.data.tokenized import TokenizedCorpus
 from ctxrep.io import atomic_dir
 from ctxrep.models.bert import BertConfig, BertForPreTraining, count_parameters, flops_per_token
-from ctxrep.models.bert_hf import load_pretrained, save_pretrained
-from ctxrep.models.bert_import import import_bert
+from ctxrep.models.bert_hf import save_pretrained
+from ctxrep.models.bert_import import import_stage
 from ctxrep.pretraining import loop
 from ctxrep.pretraining.bert_objective import BertObjective, load_documents
-from ctxrep.published import publish_import, record_trained
+from ctxrep.published import record_trained
 from ctxrep.registry import register_bert
 from ctxrep.stage import stage
 
@@ -51,13 +51,7 @@ def train(ctx, p) -> None:
 
 
 def import_published(ctx, p) -> None:
-    _, files = import_bert(p.path, OUT)  # its own tokenizer travels with it
-    model = load_pretrained(OUT)
-    record = publish_import(ctx, "pretrain_bert", "bert", p.path, files,
-                            {"params": count_parameters(model),
-                             "vocab_size": model.config.vocab_size})
-    ctx.summary(imported=p.path, params=count_parameters(model),
-                sha256=", ".join(f"{f['name']} {f['sha256'][:12]}" for f in record["files"]))
+    import_stage(ctx, "pretrain_bert", "bert", p.path, OUT)  # its own tokenizer travels with it
 
 
 with stage("pretrain_bert", "pretrain_bert") as ctx:

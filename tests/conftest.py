@@ -28,6 +28,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# One compute thread per process, here and in every stage a test starts: the suite runs two
+# workers beside the background tiny run (and their stages) on two cores, and torch's default
+# of a thread per core then oversubscribes them; OpenMP threads that spin-wait for a core turn a
+# 1 s test into 40 s. Before torch is imported: it reads these once.
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
 _NOUNS = ["river", "bank", "money", "music", "game", "player", "city", "history", "war", "king",
           "science", "theory", "field", "language", "word", "film", "team", "school", "church"]
@@ -189,6 +195,7 @@ def scratch_repo(dest: Path, profile: str = "default", overrides: list[str] = ()
             "tmp", "cache", "__pycache__", "config.local"))
     conf = dest / "conf/config.yaml"  # the fixture mirror is not the published data
     conf.write_text(conf.read_text().replace("verify_sha256: true", "verify_sha256: false"))
+    link_published(dest)
     compose(dest, profile, overrides)
     # dvc.yaml's code deps point into src/: link the installed package source.
     (dest / "src").mkdir()
@@ -202,6 +209,15 @@ def scratch_repo(dest: Path, profile: str = "default", overrides: list[str] = ()
     for cmd in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "init"]):
         subprocess.run(cmd, cwd=dest, check=True, env=env)
     return dest
+
+
+def link_published(dest: Path) -> None:
+    """``dest/published``: hard links to what `make` unpacked from the package index (the
+    checkpoint ``import_bert.path`` names), as a clone's own `make` would put there."""
+    if not (REPO / "published").is_dir():
+        raise RuntimeError(f"{REPO / 'published'} is missing: run the suite with `make test` "
+                           f"(it installs and unpacks the published checkpoints)")
+    shutil.copytree(REPO / "published", dest / "published", copy_function=os.link)
 
 
 def src_env(repo: Path) -> dict:

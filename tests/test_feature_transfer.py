@@ -364,5 +364,8 @@ def test_each_method_reads_its_model_features_and_the_word_vectors_as_the_paper_
     assert input_paths("ud_pos", "elmo") == [Path("data/features/bilm/ud_pos"), vectors]
     assert input_paths("ud_pos", "bert-random") == [Path("data/features/bert-random/ud_pos"),
                                                     vectors]
-    assert input_paths("ud_pos", "bert-finetune") == [Path("data/models/bert")]
+    for bert, folder in (("pretrain_bert", "data/models/bert"),
+                         ("import_bert", "data/models/bert-published")):
+        p = config.defaults("transfer.bert-finetune", bert=bert)
+        assert input_paths("ud_pos", "bert-finetune", p) == [Path(folder)]
     assert config.READS_WORD_VECTORS == set(config.FEATURE_METHODS) - {"elmo-token"}

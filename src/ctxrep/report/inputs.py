@@ -235,7 +235,8 @@ def ledger_stages(tasks: list[str], methods: list[str],
     curves (``curve``: the learning_curve params): other files may be left from earlier runs."""
     curve_stages = [(f"learning_curve@{t}-{m}", f"learning curve {m}")
                     for m in curve["methods"] for t in curve["tasks"]] if curve else []
-    single = ["tokenize", "pretrain_bilm", "pretrain_bert", "pretrain_static", "extract@bilm",
+    single = ["tokenize", "pretrain_bilm", "pretrain_bert", "import_bert", "pretrain_static",
+              "extract@bilm",
               "extract@bert", "extract@bilm-random", "extract@bert-random"]
     return ([(name, name) for name in single]
             + [(f"baseline@{t}", "baselines") for t in tasks]
@@ -249,7 +250,8 @@ class ReportInputs:
     tasks: list[str]
     methods: list[str]
     tokenize: dict | None
-    pretrain: dict[str, dict | None]          # bilm, bert, static -> metrics/pretrain_<it>.json
+    pretrain: dict[str, dict | None]          # bilm, bert, static -> metrics/pretrain_<it>.json;
+                                              # bert-published -> metrics/import_bert.json
     curves: dict[str, Curve | None]           # model -> loss curve
     transfer: dict[str, dict[str, CellRecord]]   # task -> method -> cell
     probes: dict[str, dict | None]            # model -> metrics/probe/<model>.json
@@ -292,8 +294,9 @@ def load_inputs(root: Path | str, tasks: list[str], methods: list[str],
     return ReportInputs(
         tasks=list(tasks), methods=list(methods),
         tokenize=read_json(metrics / "tokenize.json"),
-        pretrain={m: read_json(metrics / f"pretrain_{m}.json") for m in (*PRETRAIN_MODELS,
-                                                                           "static")},
+        pretrain={**{m: read_json(metrics / f"pretrain_{m}.json") for m in (*PRETRAIN_MODELS,
+                                                                              "static")},
+                  "bert-published": read_json(metrics / "import_bert.json")},
         curves={m: read_curve(metrics / f"pretrain_{m}_curve.tsv") for m in PRETRAIN_MODELS},
         transfer=transfer,
         probes={m: read_probe(metrics / "probe" / f"{m}.json") for m in PROBE_MODELS},
@@ -304,7 +307,8 @@ def load_inputs(root: Path | str, tasks: list[str], methods: list[str],
         neighbors=neighbors.read_text() if neighbors.exists() else None,
         compute={name: entry for name, _ in ledger_stages(tasks, methods, curve)
                  if (entry := read_compute(root / COMPUTE_DIR / f"{name}.json")) is not None},
-        weights={m: read_weights(root / WEIGHTS_DIR / f"{m}.json") for m in PRETRAIN_MODELS},
+        weights={m: read_weights(root / WEIGHTS_DIR / f"{m}.json")
+                 for m in (*PRETRAIN_MODELS, "bert-published")},
         baselines=baselines,
         predictions=read_prediction_grid(root, transfer, baselines),
         learning_curves=read_learning_curves(root, list(curve["tasks"]), list(curve["methods"]))

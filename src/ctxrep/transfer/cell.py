@@ -40,7 +40,6 @@ from ctxrep.transfer.selection import nested_subset, train_dev_indices
 
 CHECKPOINTS = Path("data/checkpoints/transfer")
 FEATURES = Path("data/features")
-BERT_MODEL = Path("data/models/bert")
 WORD_VECTORS = Path("data/models/static")
 
 
@@ -61,11 +60,12 @@ class Cell:
     predictions: dict[str, dict] = field(default_factory=dict)  # file name → saved predictions
 
 
-def input_paths(task: str, method: str) -> list[Path]:
+def input_paths(task: str, method: str, p=None) -> list[Path]:
     """The files a cell trains on besides the task's examples: a feature-based method's model
-    features and the static word vectors, as it reads them; a fine-tuned method's BERT."""
+    features and the static word vectors, as it reads them; a fine-tuned method's BERT (the
+    one its params ``p`` name)."""
     if method not in config.FEATURE_METHODS:
-        return [BERT_MODEL]
+        return [Path(config.BERT_MODELS[p.bert])]
     features = config.FEATURES_OF[method]
     return ([FEATURES / features / task] if features is not None else []) + (
         [WORD_VECTORS] if method in config.READS_WORD_VECTORS else [])
@@ -80,17 +80,24 @@ def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None,
     ``eval_<score>`` to a nested run of its own, and the cell's run gets ``eval_<score>_mean``
     / ``_std``."""
     task_spec = spec(task)
+    seeds = getattr(p, "seeds", None) or common.seeds  # a fine-tuning method may run fewer
     header = {"task": task, "method": method, "kind": task_spec.kind, "metric": task_spec.metric,
               "metrics": list(task_spec.metrics), "primary": primary_key(task_spec.metrics),
-              "eval_split": common.eval_split, "seeds": common.seeds,
-              "train_fraction": None if train_fraction == 1.0 else train_fraction}
+              "eval_split": common.eval_split, "seeds": seeds,
+              "train_fraction": None if train_fraction == 1.0 else train_fraction,
+              "bert": getattr(p, "bert", None)}
+    if getattr(p, "tasks", None) is not None and task not in p.tasks:
+        reason = (f"not run: {method} runs on {', '.join(p.tasks)} only in this profile "
+                  f"(transfer.{method}.tasks)")
+        return Cell(CellRecord(**header, unavailable=reason),
+                    predictions={"unavailable.json": {"reason": reason}})
     try:
         splits = load_task(task, common)
     except TaskUnavailable as e:
         return Cell(CellRecord(**header, unavailable=str(e)),
                     predictions={"unavailable.json": {"reason": str(e)}})
     eval_split = next(s for s in splits if s != "train")
-    inputs = [task_dir(task) / "MANIFEST.json", *input_paths(task, method)]
+    inputs = [task_dir(task) / "MANIFEST.json", *input_paths(task, method, p)]
     ckpt_root = CHECKPOINTS / task / method / run_key(
         config.as_dict(common), config.as_dict(p), train_fraction, sha256_tree(*inputs))
     store = vectors = None
@@ -105,7 +112,7 @@ def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None,
     kind = task_spec.kind
     runs = []
     point = "" if train_fraction == 1.0 else f" fraction {train_fraction}"  # learning curves
-    for seed in common.seeds:
+    for seed in seeds:
         ckpt = ckpt_root / f"seed{seed}"
         # One MLflow run per seed, nested in the cell's: each seed's curves apart, not zig-zagging
         # through one run.
@@ -118,7 +125,8 @@ def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None,
                                               eval_split, n_labels(kind, splits["train"]), p, seed, ckpt, train_idx,
                                               dev_idx, common.patience, seed_run, vectors)
             else:
-                result = run_finetune(kind, task_spec.metrics, splits, eval_split, BERT_MODEL,
+                result = run_finetune(kind, task_spec.metrics, splits, eval_split,
+                                      Path(config.BERT_MODELS[p.bert]),
                                       method == "bert-finetune", p, seed, ckpt, train_idx,
                                       dev_idx, common.patience, seed_run)
             if seed_run is not None:
@@ -132,7 +140,7 @@ def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None,
         f"seed{seed}.json": {"task": task, "method": method, "seed": seed,
                              "eval_split": eval_split, "references": gold,
                              "predictions": readable(kind, splits[eval_split], r.predictions)}
-        for seed, r in zip(common.seeds, runs)}
+        for seed, r in zip(seeds, runs)}
 
     oov_rate = None
     if vectors is not None:  # the evaluation words with no static vector (x_k = 0)

@@ -99,6 +99,7 @@ class CellRecord:
     eval_split: str               # the split asked for (the task's may be named otherwise)
     seeds: list[int]
     train_fraction: float | None = None   # a learning-curve point; None: all training examples
+    bert: str | None = None               # fine-tuning: the stage whose BERT it started from
     unavailable: str | None = None        # why the task has no data; None: the cell ran
     # -- the results (empty when unavailable); lists are per seed, in the order of ``seeds``
     scores: dict[str, MetricScores] = field(default_factory=dict)   # metric key → over seeds
@@ -147,6 +148,8 @@ class CellRecord:
         out = {key: getattr(self, key) for key in HEADER}
         if self.train_fraction is not None:
             out["train_fraction"] = self.train_fraction
+        if self.bert is not None:
+            out["bert"] = self.bert
         if self.unavailable is not None:
             return {**out, "unavailable": self.unavailable}
         out["scores"] = {key: s.to_json() for key, s in self.scores.items()}
@@ -174,7 +177,11 @@ class CellRecord:
             _check_list(data, path, key)
         if "train_fraction" in data:
             number(data["train_fraction"], path, "train_fraction")
-        header = {key: data[key] for key in HEADER} | {"train_fraction": data.get("train_fraction")}
+        if data.get("bert") not in (None, "pretrain_bert", "import_bert"):
+            raise ReportInputError(path, f"'bert' = {data['bert']!r}: expected pretrain_bert or "
+                                         f"import_bert")
+        header = {key: data[key] for key in HEADER} | {"train_fraction": data.get("train_fraction"),
+                                                       "bert": data.get("bert")}
         if "unavailable" in data:
             return cls(**header, unavailable=data["unavailable"])
         require(data, path, *RESULTS)
