@@ -195,7 +195,6 @@ def scratch_repo(dest: Path, profile: str = "default", overrides: list[str] = ()
             "tmp", "cache", "__pycache__", "config.local"))
     conf = dest / "conf/config.yaml"  # the fixture mirror is not the published data
     conf.write_text(conf.read_text().replace("verify_sha256: true", "verify_sha256: false"))
-    link_published(dest)
     compose(dest, profile, overrides)
     # dvc.yaml's code deps point into src/: link the installed package source.
     (dest / "src").mkdir()
@@ -213,7 +212,7 @@ def scratch_repo(dest: Path, profile: str = "default", overrides: list[str] = ()
 
 def link_published(dest: Path) -> None:
     """``dest/published``: hard links to what `make` unpacked from the package index (the
-    checkpoint ``import_bert.path`` names), as a clone's own `make` would put there."""
+    folder the published-minilm profile imports), as a clone's own `make` would put there."""
     if not (REPO / "published").is_dir():
         raise RuntimeError(f"{REPO / 'published'} is missing: run the suite with `make test` "
                            f"(it installs and unpacks the published checkpoints)")

