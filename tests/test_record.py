@@ -52,10 +52,11 @@ def test_scores_are_summarised_over_seeds_and_rounded():
 @pytest.mark.parametrize("cell", [
     record(),
     record(train_fraction=None, mix_weights=None, word_vector_oov_rate=None),  # fine-tuned
+    record(train_fraction=None, mix_weights=None, word_vector_oov_rate=None, bert="import_bert"),
     CellRecord(task="ud_pos", method="elmo", kind="tagging", metric="token_accuracy",
                metrics=["token_accuracy"], primary="token_accuracy", eval_split="validation",
                seeds=[0, 1], unavailable="no location serves ud_pos"),
-], ids=["feature-based", "fine-tuned", "unavailable"])
+], ids=["feature-based", "fine-tuned", "fine-tuned-published", "unavailable"])
 def test_a_record_round_trips_through_its_json_unchanged(cell):
     again = round_trip(cell)
     assert again == cell and again.to_json() == cell.to_json()
@@ -156,3 +157,26 @@ def test_a_malformed_record_is_rejected_naming_the_file_and_key(tmp_path, change
     with pytest.raises(ReportInputError, match=message) as error:
         CellRecord.from_json(json.loads(path.read_text()), path)
     assert error.value.path == path and str(path) in str(error.value)
+
+
+def test_rows_that_start_from_a_published_bert_are_marked_in_the_report():
+    """A fine-tuning cell from import_bert (or any BERT cell when pretrain_bert imported its
+    weights) is marked †, and the footnote says what that means for a comparison with elmo."""
+    from ctxrep.report.evidence import published_footnote, published_methods
+    from ctxrep.report.inputs import ReportInputs
+
+    def inputs(bert_source: str, finetune_from: str) -> ReportInputs:
+        cells = {"bert-finetune": record(method="bert-finetune", bert=finetune_from),
+                 "bert-feature": record(method="bert-feature"), "elmo": record()}
+        return ReportInputs(tasks=["ud_pos"], methods=list(cells), tokenize=None, pretrain={},
+                            curves={}, transfer={"ud_pos": cells}, probes={},
+                            corpus_manifest=None, task_manifests={}, neighbors=None,
+                            weights={"bert": {"source": bert_source}})
+
+    assert published_methods(inputs("train", "pretrain_bert")) == set()
+    assert published_methods(inputs("train", "import_bert")) == {"bert-finetune"}
+    assert published_methods(inputs("import", "pretrain_bert")) == {"bert-finetune",
+                                                                    "bert-feature"}
+    note = published_footnote({"bert-finetune"})[1]
+    assert note.startswith("† `bert-finetune` use a published BERT") and "`elmo`" in note
+    assert published_footnote(set()) == []

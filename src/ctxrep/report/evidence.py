@@ -92,6 +92,27 @@ def _others(scores: dict[str, float], primary: str, scale: float) -> str:
     return ", ".join(shown)
 
 
+def published_methods(inputs: ReportInputs) -> set[str]:
+    """The methods whose cells start from published BERT weights rather than a BERT pretrained
+    here: fine-tuning from ``import_bert``, and every BERT method when ``pretrain_bert``
+    imported its weights."""
+    cells = [c for task_cells in inputs.transfer.values() for c in task_cells.values()]
+    marked = {c.method for c in cells if c.bert == "import_bert"}
+    if (inputs.weights.get("bert") or {}).get("source") == "import":
+        marked |= {c.method for c in cells if c.method.startswith("bert-")}
+    return marked
+
+
+def published_footnote(marked: set[str]) -> list[str]:
+    if not marked:
+        return []
+    return ["", "† " + ", ".join(f"`{m}`" for m in sorted(marked)) + " use a published BERT, "
+            "not one pretrained here (\"Data and models\" says which checkpoint, and what it "
+            "is): its weights (`bert-scratch`: its architecture and vocabulary, freshly "
+            "initialised). A comparison of its fine-tuned or feature rows with `elmo` sets a "
+            "checkpoint trained on far more text against our small biLM."]
+
+
 def baselines_section(inputs: ReportInputs, evidence: Evidence) -> str:
     """Per task: every baseline, method and control, best first within each group."""
     parts = ["## Every method beside its baselines", "",
@@ -103,6 +124,7 @@ def baselines_section(inputs: ReportInputs, evidence: Evidence) -> str:
              "seed means. ⚠ degenerate: a seed predicted one label for every example. "
              "A method at or below `majority`, or below `lookup` on a tagging task, has "
              "learned less than word frequencies."]
+    marked = published_methods(inputs)
     for task in inputs.tasks:
         cells = inputs.transfer.get(task, {})
         record = inputs.baselines.get(task, {})
@@ -123,13 +145,14 @@ def baselines_section(inputs: ReportInputs, evidence: Evidence) -> str:
         for method in ordered:
             cell = cells[method]
             flag = "⚠ degenerate" if any(cell.degenerate) else ""
-            rows.append([method, f"{_pct(cell.mean, scale)} ± {_pct(cell.std, scale)}",
+            rows.append([method + (" †" if method in marked else ""),
+                         f"{_pct(cell.mean, scale)} ± {_pct(cell.std, scale)}",
                          str(cell.n_seeds), format_ci(intervals.get(method), scale),
                          _others(cell.others, cell.primary, scale), flag])
         parts += ["", f"### {task} ({metric[1] if metric else MISSING})", "",
                   markdown_table(["method", "score", "seeds", "95 % CI", "other metrics", ""],
                                  rows)]
-    return "\n".join(parts)
+    return "\n".join(parts + published_footnote(marked))
 
 
 def claims_section(evidence: Evidence, inputs: ReportInputs) -> str:
@@ -141,12 +164,13 @@ def claims_section(evidence: Evidence, inputs: ReportInputs) -> str:
     if not evidence.judgements:
         return "\n".join(parts + ["", "_No claim can be judged yet: the cells it compares, or "
                                       "their saved predictions, are missing._"])
-    rows = []
+    rows, marked = [], published_methods(inputs)
     for j in evidence.judgements:
         metric = task_metric(inputs, j.task)
         scale = percent_scale(metric[0]) if metric else 100.0
+        dagger = " †" if {j.claim.better, j.claim.worse} & marked else ""
         rows.append([j.claim.statement, j.claim.source, j.task,
-                     f"{j.claim.better} − {j.claim.worse}",
+                     f"{j.claim.better} − {j.claim.worse}{dagger}",
                      f"{j.difference.estimate * scale:+.1f}", format_ci(j.difference, scale),
                      f"**{j.verdict}**"])
     counts = {v: sum(j.verdict == v for j in evidence.judgements)
@@ -154,7 +178,8 @@ def claims_section(evidence: Evidence, inputs: ReportInputs) -> str:
     parts += ["", markdown_table(["claim", "source", "task", "comparison", "Δ", "95 % CI",
                                   "verdict"], rows),
               "", ", ".join(f"{n} {v}" for v, n in counts.items()) + "."]
-    return "\n".join(parts + not_judged(evidence.judgements))
+    used = {m for j in evidence.judgements for m in (j.claim.better, j.claim.worse)} & marked
+    return "\n".join(parts + published_footnote(used) + not_judged(evidence.judgements))
 
 
 def not_judged(judgements: list[Judgement]) -> list[str]:
