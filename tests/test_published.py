@@ -41,6 +41,24 @@ def save_tiny_hf_bert(path: Path, seed: int = 0) -> Path:
     return path
 
 
+def assert_first_subword_layers_match_hf(feats, words, folder: Path, layers: int, dim: int):
+    """``feats`` (extract's per-word layers, first sub-word) equal `transformers.BertModel`'s
+    hidden states of the checkpoint in ``folder``, tokenized by its own tokenizer, to 1e-5."""
+    from transformers import AutoTokenizer, BertModel
+
+    hf = BertModel.from_pretrained(str(folder)).eval()
+    enc = AutoTokenizer.from_pretrained(str(folder))(words, is_split_into_words=True,
+                                                     padding=True, return_tensors="pt")
+    with torch.no_grad():
+        hidden = torch.stack(hf(**enc, output_hidden_states=True).hidden_states, 1)
+    for i, sentence in enumerate(words):
+        word_ids = enc.word_ids(i)
+        first = [word_ids.index(w) for w in range(len(sentence))]
+        assert feats[i].shape == (layers, len(sentence), dim)
+        diff = (torch.from_numpy(feats[i]) - hidden[i][:, first]).abs().max().item()
+        assert diff <= 1e-5, diff
+
+
 @pytest.fixture(scope="module")
 def hf_bert(tmp_path_factory) -> Path:
     return save_tiny_hf_bert(tmp_path_factory.mktemp("published") / "tiny-bert")
@@ -48,7 +66,7 @@ def hf_bert(tmp_path_factory) -> Path:
 
 def test_imported_bert_tokenizes_with_its_own_vocabulary_and_computes_what_hf_computes(
         hf_bert, tmp_path, capsys):
-    from transformers import AutoTokenizer, BertModel
+    from transformers import AutoTokenizer
 
     from ctxrep.cli import main
     from ctxrep.transfer.extract import BertFeaturizer
@@ -67,15 +85,7 @@ def test_imported_bert_tokenizes_with_its_own_vocabulary_and_computes_what_hf_co
     # extract's featurizer: per word, the first sub-word's vectors of every layer, as HF computes
     featurize = BertFeaturizer(out, "cpu", "first", 64)
     feats = featurize(words)
-    hf = BertModel.from_pretrained(str(hf_bert)).eval()
-    enc = source_tok(words, is_split_into_words=True, padding=True, return_tensors="pt")
-    with torch.no_grad():
-        hidden = torch.stack(hf(**enc, output_hidden_states=True).hidden_states, 1)
-    for i, sentence in enumerate(words):
-        word_ids = enc.word_ids(i)
-        first = [word_ids.index(w) for w in range(len(sentence))]
-        assert feats[i].shape == (3, len(sentence), 32)
-        assert torch.allclose(torch.from_numpy(feats[i]), hidden[i][:, first], atol=1e-5)
+    assert_first_subword_layers_match_hf(feats, words, hf_bert, layers=3, dim=32)
     # the same files give the same bytes (DVC caches the import)
     from ctxrep.models.bert_import import import_bert
 
@@ -248,25 +258,13 @@ def minilm(tmp_path_factory) -> Path:
 def test_the_published_checkpoint_imports_layer_for_layer_as_transformers_computes(minilm):
     """extract's features of the imported checkpoint are transformers' BertModel hidden states
     of the pinned folder (every layer, each word's first sub-word), to 1e-5."""
-    from transformers import AutoTokenizer, BertModel
-
     from ctxrep.transfer.extract import BertFeaturizer
 
     words = [["The", "bank", "raised", "interest", "rates", "."],
              ["Peter", "Blackburn", "sat", "by", "the", "river", "bank"],
              ["EU", "rejects", "German", "call", "to", "boycott", "British", "lamb", "."]]
     feats = BertFeaturizer(minilm, "cpu", "first", 128)(words)
-    hf = BertModel.from_pretrained(str(MINILM_DIR)).eval()
-    tok = AutoTokenizer.from_pretrained(str(MINILM_DIR))
-    enc = tok(words, is_split_into_words=True, padding=True, return_tensors="pt")
-    with torch.no_grad():
-        hidden = torch.stack(hf(**enc, output_hidden_states=True).hidden_states, 1)
-    for i, sentence in enumerate(words):
-        word_ids = enc.word_ids(i)
-        first = [word_ids.index(w) for w in range(len(sentence))]
-        assert feats[i].shape == (7, len(sentence), 384)
-        diff = (torch.from_numpy(feats[i]) - hidden[i][:, first]).abs().max().item()
-        assert diff <= 1e-5, diff
+    assert_first_subword_layers_match_hf(feats, words, MINILM_DIR, layers=7, dim=384)
 
 
 def test_the_import_saves_the_encoder_alone_and_a_tokenizer_with_its_own_vocabulary(minilm):
