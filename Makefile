@@ -20,7 +20,7 @@ export TOKENIZERS_PARALLELISM ?= false
 # keep it inside the project, where `git clean -X` finds it.
 export DVC_SITE_CACHE_DIR ?= $(abspath .dvc/tmp/site-cache)
 
-.PHONY: repro test test-fast bench venv published clean-venv mlflow-ui exp-show
+.PHONY: repro test test-fast bench venv published clean-venv mlflow-ui exp-show plots-template
 
 venv: $(STAMP)
 
@@ -69,10 +69,19 @@ test-fast: $(STAMP) $(PUBLISHED)/model.safetensors
 bench: $(STAMP)
 	$(BIN)/python bench/bench_tokenize.py
 
-# Experiments with the headline numbers only (see README, "Experiments and tracking").
+# Experiments with the headline numbers only (see README, "Experiments and tracking"): the
+# params but the profile and the hashes of the dependencies dropped (DVC lists them all), the
+# claims' Δ without their CI.
+PARAM_SECTIONS := tasks|grid|learning_curve|data|tokenize|pretrain_bilm|pretrain_bert|import_bert|pretrain_static|extract|probe|transfer
 exp-show: $(STAMP)
-	$(DVC) exp show --md --drop '.*' \
-	  --keep 'Experiment|^profile$$|val_ppl$$|val_mlm_acc$$|^(sst2|ud_pos|conll2003)\.'
+	$(DVC) exp show --md --drop '^($(PARAM_SECTIONS))(\.|$$)|/|\.(low|high)$$'
+
+# The offline page of `dvc plots show/diff` (.dvc/config plots.html_template), committed with
+# Vega inline so a clone renders plots with no setup step. Rebuild it only when a DVC upgrade
+# changes the Vega versions its renderer pins (tests/test_plots_offline.py says so); needs npm:
+# each package by exact version, its tarball checked against the pinned npm integrity.
+plots-template: $(STAMP)
+	$(BIN)/python .dvc/plots/build_offline_html.py
 
 mlflow-ui: $(STAMP)
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///$(abspath mlflow.db)

@@ -11,6 +11,7 @@ from pathlib import Path
 from ctxrep.data import registry, sources
 from ctxrep.io import write_json
 from ctxrep.stage import stage
+from ctxrep.verify import lock_outputs, md5_file
 
 OUT = Path("data/sources.json")
 
@@ -19,4 +20,6 @@ with stage("locate_data", "data") as ctx:
     names = [p.corpus, *ctx.params["tasks"]]
     located = {name: sources.locate(registry.get(name), p.source) for name in names}
     write_json(OUT, located)
+    if lock_outputs(Path.cwd()).get(OUT.as_posix()) == md5_file(OUT):
+        ctx.unchanged()  # nothing moved: a no-op `make repro` leaves no MLflow run behind
     ctx.summary(**{name: entry.get("source", "unavailable") for name, entry in located.items()})

@@ -164,3 +164,17 @@ def test_weight_decay_skips_biases_and_norms():
     opt = loop.make_optimizer(model, loop.LoopConfig(steps=1, lr=1.0, weight_decay=0.1))
     decayed = {id(p) for g in opt.param_groups if g["weight_decay"] > 0 for p in g["params"]}
     assert decayed == {id(model[0].weight)}
+
+
+def test_a_log_file_gets_one_line_per_evaluation_and_no_redraws(tmp_path, caplog, capfd):
+    """Not on a terminal (pytest captures stderr), no progress bar is drawn: the log has one
+    line per held-out evaluation, with its step and metrics."""
+    import logging
+
+    with caplog.at_level(logging.INFO, logger=loop.log.name):
+        loop.train(ToyObjective(), cfg(eval_every=10), tmp_path, desc="toy")
+    lines = [r.getMessage() for r in caplog.records if "toy: step" in r.getMessage()]
+    assert [line.split(" (")[0] for line in lines] == ["toy: step 10/25", "toy: step 20/25",
+                                                       "toy: step 25/25"]
+    assert all("mse " in line for line in lines)
+    assert "\r" not in capfd.readouterr().err

@@ -1,5 +1,5 @@
 """MLflow as the place to compare pipeline runs: parent runs, nested stage and seed runs, params,
-the artifact root, the model registry, and a real `mlflow server`.
+the artifact root and a real `mlflow server` (the model registry: tests/test_registry.py).
 
 One store serves the in-process tests of this module (creating a SQLite store costs seconds);
 it is first created the way a queued `dvc exp run` creates it: from a stage running in a copy
@@ -129,29 +129,6 @@ def test_a_cell_has_one_nested_run_per_seed_with_its_own_curve(client, monkeypat
         history = client.get_metric_history(r.info.run_id, "train_loss")
         assert len(history) == (0 if r.data.params["seed"] == "2" else 2)
     assert "train_loss" not in client.get_run(cell.run_id).data.metrics
-
-
-def test_the_bilm_is_registered_with_its_dvc_hash(client, tmp_path, monkeypatch):
-    import mlflow
-
-    from ctxrep import registry, tracking
-
-    model = tmp_path / "bilm"
-    model.mkdir()
-    (model / "config.json").write_text('{"dim": 4}')
-    (model / "model.safetensors").write_bytes(os.urandom(64))
-    monkeypatch.setenv("CTXREP_PIPELINE_RUN", "registry")
-    with tracking.stage_run("pretrain_bilm") as run:
-        first = registry.register_bilm(run, model, profile="tiny")
-    (model / "model.safetensors").write_bytes(os.urandom(64))
-    with tracking.stage_run("pretrain_bilm") as run:
-        second = registry.register_bilm(run, model, profile="tiny")
-    assert (first.name, int(second.version)) == ("ctxrep-bilm", int(first.version) + 1)
-    assert first.tags["dvc_md5"].endswith(".dir") and first.tags["dvc_md5"] != second.tags["dvc_md5"]
-    assert second.tags["dvc_md5"] == registry.dvc_md5(model) and second.tags["profile"] == "tiny"
-    got = Path(mlflow.artifacts.download_artifacts(f"models:/ctxrep-bilm/{second.version}",
-                                                   dst_path=str(tmp_path / "got")))
-    assert (got / "model.safetensors").read_bytes() == (model / "model.safetensors").read_bytes()
 
 
 def test_the_headline_metrics_of_the_pipeline_run():

@@ -102,13 +102,20 @@ def test_stages_of_one_dvc_repro_share_a_pipeline_run_and_two_invocations_do_not
     parent = client.get_run(first.pop())
     members = {r.info.run_name for r in runs
                if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id}
-    # the upstream stage DVC ran first in the same invocation (locate_data always runs)
-    assert members == {"locate_data", "fetch_tasks@wic", "fetch_tasks@sst2"}, members
+    assert members == {"fetch_tasks@wic", "fetch_tasks@sst2"}, members
     assert parent.data.tags["pipeline_key_source"] == "dvc" and "dvc_exp_name" not in parent.data.tags
     assert parent.data.params["profile"] == "tiny" and parent.info.status == "FINISHED"
-    (last,) = client.search_runs([exp], "tags.stage = 'locate_data'", max_results=1,
-                                 order_by=["attributes.start_time DESC"])
-    assert last.data.tags["mlflow.parentRunId"] != parent.info.run_id
+    # locate_data ran first in both invocations and found the sources as recorded: its runs are
+    # deleted (a no-op leaves nothing), the second one's with its own, empty, pipeline run
+    from mlflow.entities import ViewType
+
+    second, first_noop = client.search_runs(
+        [exp], "tags.stage = 'locate_data'", run_view_type=ViewType.ALL, max_results=2,
+        order_by=["attributes.start_time DESC"])
+    assert {second.info.lifecycle_stage, first_noop.info.lifecycle_stage} == {"deleted"}
+    key = parent.data.tags["pipeline_key"]
+    assert first_noop.data.tags["pipeline_key"] == key != second.data.tags["pipeline_key"]
+    assert client.get_run(second.data.tags["mlflow.parentRunId"]).info.lifecycle_stage == "deleted"
 
 
 def test_bad_param_stops_before_work(tmp_path):

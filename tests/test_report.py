@@ -94,6 +94,10 @@ def make_repo(root: Path, sst2_elmo=(0.80, 0.81, 0.79), sst2_static=(0.70, 0.71,
     for model in ("bilm", "bert"):
         rows = "".join(f"{s}\t{5 - 0.01 * s:.4f}\t0.001\n" for s in range(1, 51))
         write(root, f"metrics/pretrain_{model}_curve.tsv", "step\ttrain_loss\tlr\n" + rows)
+    write(root, "metrics/pretrain_bilm_val.tsv", "step\tval_ppl\tval_ppl_backward\t"
+          "val_ppl_forward\n25\t150\t140\t160\n50\t100\t110\t90\n")
+    write(root, "metrics/pretrain_bert_val.tsv", "step\tval_mlm_acc\tval_mlm_acc_most_frequent\t"
+          "val_mlm_loss\tval_nsp_acc\n50\t0.15\t0.05\t5.5\t0.6\n100\t0.2\t0.05\t5.0\t0.7\n")
     mix = {"input": [[0.2, 0.3, 0.5], [0.1, 0.3, 0.6], [0.3, 0.3, 0.4]]}
     write_cell(root, "sst2", "static", list(sst2_static))
     write_cell(root, "sst2", "elmo", list(sst2_elmo), mix_weights=mix)
@@ -313,7 +317,7 @@ def test_pngs_are_byte_identical_across_renders(tmp_path):
     for root in roots:
         write_report(report_for(root), root)
     names = sorted(p.name for p in (roots[0] / FIGURES_DIR).glob("*.png"))
-    assert names == ["mix_weights_conll2003.png", "mix_weights_squad.png",
+    assert names == ["claims_forest.png", "mix_weights_conll2003.png", "mix_weights_squad.png",
                      "mix_weights_sst2.png", "pretraining_loss.png", "probe_layers.png"]
     for name in names:
         first, second = ((r / FIGURES_DIR / name).read_bytes() for r in roots)
@@ -334,7 +338,7 @@ def test_pngs_change_when_a_number_does(tmp_path):
 
 def test_everything_missing_still_gives_a_report(tmp_path):
     report = report_for(tmp_path)
-    empty = {"cells": {}, "baselines": {}, "claims": []}
+    empty = {"cells": {}, "baselines": {}, "claims": [], "pretrain": {}}
     assert report.summary == empty and report.figures == {}
     assert "`metrics/pretrain_bilm.json` is missing" in report.markdown
     assert "`metrics/pretrain_static.json` is missing" in report.markdown
@@ -348,6 +352,8 @@ def test_everything_missing_still_gives_a_report(tmp_path):
     ("metrics/transfer/sst2/elmo.json", json.dumps({"task": "sst5", "method": "elmo"})),
     ("metrics/pretrain_bert.json", "[1, 2]"),
     ("metrics/pretrain_bilm_curve.tsv", "step\ttrain_loss\tlr\n1\tnan?\t0.1\n"),
+    ("metrics/pretrain_bilm_val.tsv", "step\tval_ppl\n10\tlow\n"),
+    ("metrics/pretrain_bert_val.tsv", "val_mlm_loss\n5.0\n"),
     ("metrics/probe/bilm.json", json.dumps({"model": "bilm", "tasks": {"wic": {"metric": "a"}}})),
 ])
 def test_malformed_input_is_an_error_naming_the_file(tmp_path, rel, content):
@@ -519,3 +525,168 @@ def test_probes_skipped_on_purpose_say_why_in_the_report(tmp_path):
         "ud_pos": {"metric": "token_accuracy", "skipped": why}}})
     probes = section(report_for(root).markdown, "## Probing: what each layer encodes")
     assert f"skipped: {why}" in probes and "has not run" not in probes
+
+
+# --------------------------------------------------------------------------------------------
+# figures: the claims forest plot, pretraining curves, probe layers; findings as printed
+
+
+def test_the_claims_forest_plot_has_one_row_per_judged_claim_under_the_table(tmp_path):
+    root = make_repo(tmp_path)
+    write_cell(root, "sst2", "elmo-random", [0.90, 0.91, 0.92])   # a second claim, contradicted
+    report = report_for(root)
+    claims = report.summary["claims"]
+    assert len(claims) == 2
+    (ax,) = report.figures["claims_forest.png"].axes
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels == [f"{c['better']} − {c['worse']} · {c['task']}" for c in claims]
+    # one CI bar per claim, at its Δ in points, and the zero line
+    bars = [c for c in ax.containers if c.has_xerr]
+    assert len(bars) == len(claims)
+    for bar, claim in zip(bars, claims):
+        (x,), _ = bar.lines[0].get_data()
+        assert x == pytest.approx(100 * claim["estimate"])
+    assert any(list(line.get_xdata()) == [0, 0] for line in ax.lines)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == ["reproduced", "contradicted"]
+    # linked right under the claims table, at the top of the report
+    text = section(report.markdown, CLAIMS)
+    table_end = text.index("\n\n", text.index("| claim |"))
+    assert text.index("(figures/claims_forest.png)") < text.index("Not judged")
+    assert "figures/claims_forest.png" in text[table_end:table_end + 200]
+
+
+def test_no_claim_no_forest_plot(tmp_path):
+    root = make_repo(tmp_path)
+    for method in ("elmo", "static"):
+        for seed in range(3):
+            (root / f"data/predictions/sst2/{method}/seed{seed}.json").unlink()
+    report = report_for(root)
+    assert report.summary["claims"] == [] and "claims_forest.png" not in report.figures
+    assert "claims_forest" not in report.markdown
+
+
+def _panels(fig) -> dict:
+    return {ax.get_title(): ax for ax in fig.axes}
+
+
+def test_pretraining_figure_has_held_out_points_and_the_unigram_line(tmp_path):
+    report = report_for(make_repo(tmp_path))
+    panels = _panels(report.figures["pretraining_loss.png"])
+    bilm, bert = panels["bilm pretraining"], panels["bert pretraining"]
+    lines = {line.get_label(): line for line in bilm.lines}
+    held = lines["held-out perplexity (full softmax)"]
+    assert list(held.get_xdata()) == [25, 50] and list(held.get_ydata()) == [150.0, 100.0]
+    unigram = lines["unigram model (400.0)"]
+    assert list(unigram.get_ydata()) == [400.0, 400.0]
+    assert bilm.get_yscale() == "log"
+    # the training curve is shown as exp(loss) on the perplexity axis
+    train = next(line for line in bilm.lines if len(line.get_xdata()) == 50)
+    assert train.get_ydata()[0] == pytest.approx(np.exp(5 - 0.01))
+    bert_lines = {line.get_label(): line for line in bert.lines}
+    assert list(bert_lines["held-out MLM loss"].get_ydata()) == [5.5, 5.0]
+    assert "train loss (MLM + NSP) (mean of 1 steps)" not in bert_lines
+    assert bert.get_yscale() == "linear"
+    assert "`metrics/pretrain_<model>_val.tsv`" in section(report.markdown, "## Pretraining loss")
+
+
+def test_pretraining_figure_without_held_out_curves_or_unigram(tmp_path):
+    """An import writes a held-out file with the header alone; an old run has none."""
+    root = make_repo(tmp_path)
+    write(root, "metrics/pretrain_bert_val.tsv", "step\n")
+    (root / "metrics/pretrain_bilm_val.tsv").unlink()
+    bilm = json.loads((root / "metrics/pretrain_bilm.json").read_text())
+    del bilm["unigram_ppl"]
+    write(root, "metrics/pretrain_bilm.json", bilm)
+    panels = _panels(report_for(root).figures["pretraining_loss.png"])
+    for ax in panels.values():
+        labels = [line.get_label() for line in ax.lines]
+        assert not any(label.startswith(("held-out", "unigram")) for label in labels), labels
+
+
+def _write_probe_evidence(root: Path) -> None:
+    """The biLM's ud_pos probe with saved predictions (layer j right on 50/90/60 % of the
+    words) and ud_pos baselines in the probe's metric."""
+    tags = [[i % 3, (i + 1) % 3, (i + 2) % 3] for i in range(300)]
+
+    def tagged(share: float) -> list:
+        return [t if i < share * len(tags) else [(x + 1) % 3 for x in t]
+                for i, t in enumerate(tags)]
+
+    write(root, "data/predictions/probe/bilm/ud_pos.json", {
+        "metric": "token_accuracy", "references": tags,
+        "layers": [tagged(0.5), tagged(0.9), tagged(0.6)]})
+    write(root, "metrics/baselines/ud_pos.json", {
+        "task": "ud_pos", "kind": "tagging", "metric": "token_accuracy",
+        "primary": "token_accuracy", "eval_split": "validation",
+        "baselines": {"majority": {"token_accuracy": 0.2, "num_tokens": 900},
+                      "lookup": {"token_accuracy": 0.75, "num_tokens": 900}}})
+
+
+def test_probe_figure_has_ci_error_bars_and_the_baselines(tmp_path):
+    root = make_repo(tmp_path)
+    _write_probe_evidence(root)
+    report = build_report(load_inputs(root, [*TASKS, "ud_pos"], list(METHODS)))
+    panels = _panels(report.figures["probe_layers.png"])
+    pos, wic = panels["ud_pos linear probe"], panels["wic linear probe"]
+    (bars,) = [c for c in pos.containers if c.has_yerr]
+    line, _, (segments,) = bars.lines[0], bars.lines[1], bars.lines[2]
+    assert list(line.get_ydata()) == pytest.approx([50.0, 90.0, 60.0])
+    for (low, high), centre in zip(((s[0][1], s[1][1]) for s in segments.get_segments()),
+                                   (50.0, 90.0, 60.0)):
+        assert low < centre < high and high - low < 15
+    hlines = {line.get_label(): line.get_ydata()[0] for line in pos.lines
+              if line.get_label().startswith("baseline")}
+    assert hlines == {"baseline: majority": pytest.approx(20.0),
+                      "baseline: lookup": pytest.approx(75.0)}
+    # wic saved no predictions and has no baselines: a plain line, no bars, no baseline
+    assert not [c for c in wic.containers if c.has_yerr]
+    assert not any(line.get_label().startswith("baseline") for line in wic.lines)
+    assert "95 % bootstrap CI" in section(report.markdown, "## Probing: what each layer encodes")
+
+
+@pytest.mark.parametrize("acc,most_frequent,mark,relation", [
+    (0.048, 0.0476, "✗", "equal to"),   # 4.8 % vs 4.8 % as printed
+    (0.040, 0.0476, "✗", "below"),
+    (0.052, 0.0476, "✓", "above"),
+])
+def test_a_check_is_ticked_only_when_the_printed_numbers_differ(tmp_path, acc, most_frequent,
+                                                                 mark, relation):
+    root = make_repo(tmp_path)
+    bert = json.loads((root / "metrics/pretrain_bert.json").read_text())
+    write(root, "metrics/pretrain_bert.json", {**bert, "val_mlm_acc": acc,
+                                               "val_mlm_acc_most_frequent": most_frequent,
+                                               "val_nsp_acc": 0.5004})
+    other = section(report_for(root).markdown, OTHER)
+    line = next(ln for ln in other.splitlines() if "masked-token accuracy" in ln)
+    assert line.startswith(f"- {mark} ") and f" is {relation} always predicting" in line
+    assert "- ✗ BERT's next-sentence accuracy (50.0%) is equal to chance (50%)." in other
+
+
+def test_relation_compares_the_numbers_as_printed():
+    from ctxrep.report.findings import relation
+    assert relation(0.048 * 100, 0.0476 * 100) == "equal to"
+    assert relation(170.44, 170.36) == "equal to"
+    assert relation(170.46, 170.36) == "above" and relation(170.3, 170.46) == "below"
+    assert relation(0.056, 0.049, ".2f") == "above" and relation(0.051, 0.049, ".2f") == "equal to"
+
+
+def test_pasted_neighbors_do_not_start_a_top_level_section(tmp_path):
+    root = make_repo(tmp_path)
+    write(root, "reports/neighbors.md", "# Contextual neighbours (biLM)\n\nTop layer (2).\n\n"
+          "## play\n\n| a | b |\n|---|---|\n\n```\n# not a heading\n```\n\n### deeper\n")
+    markdown = report_for(root).markdown
+    assert [ln for ln in markdown.splitlines() if ln.startswith("# ")] == \
+        ["# ctxrep: ELMo and BERT reproduced at small scale", "# not a heading"]  # (in code)
+    text = markdown.split("\n## Contextual neighbours (biLM)\n", 1)[1]   # the last section
+    assert "\n### play\n" in text and "\n#### deeper" in text
+    assert "\n# not a heading\n" in text           # code is not touched
+    assert markdown.count("Contextual neighbours") == 1
+
+
+def test_demote_headings_keeps_nesting_and_caps_at_six():
+    from ctxrep.report.build import demote_headings
+    assert demote_headings("## a\ntext #1\n#### b\n") == "### a\ntext #1\n##### b\n"
+    assert demote_headings("### a\n#### b") == "### a\n#### b"     # already below
+    assert demote_headings("# a\n###### b", top=3) == "### a\n###### b"
+    assert demote_headings("#hashtag\nplain") == "#hashtag\nplain"

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import json
 
-from ctxrep.report.summary import claim_metrics, headline
+from ctxrep.report.summary import claim_metrics, headline, pretrain_headlines
 from ctxrep.sweep import main, sweep_points
 
 
 def exp_data(tokens: int, claims: list[dict]) -> dict:
     """An experiment's `data` as dvc exp show gives it, with headline.json and claims.json as
     the report writes them from a summary holding ``claims``."""
-    summary = {"cells": {"ud_pos": {"elmo": {"mean": 0.8}}}, "claims": claims}
+    summary = {"cells": {"ud_pos": {"elmo": {"mean": 0.8}}}, "claims": claims,
+               "pretrain": pretrain_headlines({"bilm": {"train_tokens": tokens, "params": 1}})}
     return {"rev": "x", "params": {}, "metrics": {
-        "metrics/pretrain_bilm.json": {"data": {"train_tokens": tokens}},
         "metrics/headline.json": {"data": headline(summary)},
         "metrics/claims.json": {"data": claim_metrics(summary)}}}
 

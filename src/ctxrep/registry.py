@@ -1,24 +1,47 @@
-"""The pretrained models in MLflow's model registry, under stable names, tagged with their DVC hash.
+"""The pretrained models in MLflow's model registry, under stable names and aliases, tagged with
+their DVC hash, logged so that ``mlflow.pyfunc.load_model(...).predict`` works.
 
-- BERT (``data/models/bert``, a Hugging Face model directory) is logged with MLflow's
-  ``transformers`` flavour (task ``fill-mask``, the ``BertForPreTraining`` weights with their
-  MLM and NSP heads, and the tokenizer), so ``mlflow.transformers.load_model(
-  "models:/ctxrep-bert/<version>", return_type="components")["model"]`` is that model. Logging
-  works offline: the flavour only fails to fetch a model card, which it says in a warning.
-- The biLM (``data/models/bilm``) has no MLflow flavour: its directory is logged as artifacts
-  of the stage run and registered from there (load it with
-  ``ctxrep.models.elmo.Elmo.from_pretrained`` on ``mlflow.artifacts.download_artifacts(...)``).
+- BERT (:data:`BERT_NAME`, from ``data/models/bert``, a Hugging Face model directory) is
+  logged with MLflow's ``transformers`` flavour and its tokenizer. A directory with the
+  pretrained MLM head (``ctxrep.models.bert_import.has_mlm_head``: trained by pretrain_bert,
+  saved as ``BertForPreTraining``) is logged as ``BertForMaskedLM`` (the MLM head, without the
+  NSP head and pooler) under the task ``fill-mask``::
+
+      mlflow.pyfunc.load_model("models:/ctxrep-bert@latest-tiny").predict(["the [MASK] sat ."])
+      # -> ["cat"]: the best fill per text
+      mlflow.transformers.load_model("models:/ctxrep-bert@latest-tiny")("the [MASK] sat .")
+      # -> the pipeline: [{"token_str": "cat", "score": 0.3, ...}, ...]
+
+  An imported encoder without one (saved as ``BertModel``) is logged as ``BertModel`` under
+  ``feature-extraction`` (``predict`` gives the last hidden states per text): no random head is
+  ever registered as if pretrained. The version tags ``task``, ``hf_architecture`` and
+  ``mlm_head`` and the version description say which it is.
+- The biLM (:data:`BILM_NAME`, from ``data/models/bilm``) is a ``pyfunc`` model,
+  :class:`ctxrep.models.elmo_pyfunc.ElmoPyfunc`, with the model directory as its artifact
+  ``bilm``; loading it needs ``ctxrep`` installed::
+
+      mlflow.pyfunc.load_model("models:/ctxrep-bilm@latest-tiny").predict(["The cat sat ."])
+      # -> [array of shape (layers, tokens, dim)] per sentence, as Elmo gives them
+
+**Aliases.** Each registration points the alias ``latest-<profile>`` (e.g. ``latest-tiny``,
+``latest-default``; see :func:`alias`) of its model at the new version, so
+``models:/ctxrep-bert@latest-tiny`` is the BERT of the last pipeline run of profile ``tiny``.
+Without a profile the alias is ``latest-default`` (MLflow reserves ``latest`` itself:
+``models:/<name>/latest`` is the newest version whatever its profile).
 
 Each registered version carries the tags ``dvc_md5`` (the hash DVC records for the model
 directory in ``dvc.lock``: ``<md5>.dir``), ``dvc_path``, ``git_commit``, ``pipeline_key`` and
 ``profile``, so a version is traced to the DVC output, the commit and the pipeline run that made
 it. Registration never stops a stage whose model is already written: a failure is logged as a
-warning and as the run tag ``registry_error``.
+warning and as the run tag ``registry_error``. Logging works offline: the ``transformers``
+flavour only fails to fetch a model card, which it says in a warning.
 """
+
 
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -28,6 +51,9 @@ BILM_NAME = "ctxrep-bilm"
 # What loading the logged BERT needs besides MLflow (written into the model's requirements
 # instead of inferred, which would take seconds per run).
 _BERT_REQUIREMENTS = ["torch", "transformers", "tokenizers", "safetensors"]
+# What loading the logged biLM needs besides MLflow and ctxrep itself (its code: see
+# ctxrep.models.elmo_pyfunc).
+_BILM_REQUIREMENTS = ["torch", "safetensors", "numpy", "pandas"]
 
 
 def dvc_md5(path: Path | str) -> str:
@@ -51,48 +77,94 @@ def _version_tags(run, model_dir: Path, profile: str | None) -> dict:
             "stage_run_id": run.run_id}
 
 
+
+def alias(profile: str | None) -> str:
+    """The alias a registration of ``profile`` points at its version: ``latest-<profile>``
+    (``latest-default`` without a profile; MLflow reserves ``latest``)."""
+    return "latest-" + re.sub(r"[^\w-]", "-", str(profile) if profile else "default")
+
+
 def register_bert(run, model_dir: Path | str, profile: str | None = None):
     """Log ``model_dir`` to ``run`` (a :class:`ctxrep.tracking.StageRun`, the active run) with
-    the ``transformers`` flavour and register it as :data:`BERT_NAME`. Returns the
-    ``ModelVersion``, or None if logging failed (warned)."""
+    the ``transformers`` flavour (``fill-mask`` when it holds the MLM head, else
+    ``feature-extraction``), register it as :data:`BERT_NAME` and point :func:`alias` at it.
+    Returns the ``ModelVersion``, or None if logging failed (warned)."""
     model_dir = Path(model_dir)
     try:
         import mlflow
-        from transformers import AutoTokenizer, BertForPreTraining
+        from transformers import AutoTokenizer, BertForMaskedLM, BertModel
 
-        model = BertForPreTraining.from_pretrained(str(model_dir)).eval()
+        from ctxrep.models.bert_import import has_mlm_head
+
+        _check_active(run)
         tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+        if has_mlm_head(model_dir):
+            model, loading = BertForMaskedLM.from_pretrained(str(model_dir), output_loading_info=True)
+            if loading["missing_keys"]:  # never a fresh head registered as if pretrained
+                raise ValueError(f"{model_dir}: its MLM head lacks {sorted(loading['missing_keys'])}")
+            task, note = "fill-mask", "BertForMaskedLM: the pretrained encoder and MLM head"
+        else:
+            model = BertModel.from_pretrained(str(model_dir))
+            task, note = "feature-extraction", ("BertModel: an encoder without a pretrained MLM "
+                                                "head, so features only (no fill-mask)")
         info = mlflow.transformers.log_model(
-            {"model": model, "tokenizer": tokenizer}, name="bert", task="fill-mask",
+            {"model": model.eval(), "tokenizer": tokenizer}, name="bert", task=task,
             pip_requirements=_BERT_REQUIREMENTS)
-        return _register(run, info.model_uri, BERT_NAME, model_dir, profile)
+        extra = {"task": task, "hf_architecture": type(model).__name__,
+                 "mlm_head": str(task == "fill-mask").lower()}
+        return _register(run, info.model_uri, BERT_NAME, model_dir, profile, extra,
+                         f"{note}; task {task}. Load: mlflow.pyfunc.load_model(uri).predict(texts)")
     except Exception as e:  # noqa: BLE001 — the model is written; its record must not undo that
         return _failed(run, BERT_NAME, e)
 
 
 def register_bilm(run, model_dir: Path | str, profile: str | None = None):
-    """Log ``model_dir`` as artifacts (``bilm/``) of ``run`` and register them as
-    :data:`BILM_NAME`. Returns the ``ModelVersion``, or None if logging failed (warned)."""
+    """Log ``model_dir`` to ``run`` (the active run) as the ``pyfunc`` model
+    :class:`ctxrep.models.elmo_pyfunc.ElmoPyfunc` (artifact ``bilm``), register it as
+    :data:`BILM_NAME` and point :func:`alias` at it. Returns the ``ModelVersion``, or None if
+    logging failed (warned)."""
     model_dir = Path(model_dir)
     try:
-        run.client.log_artifacts(run.run_id, str(model_dir), "bilm")
-        return _register(run, f"{run.run.info.artifact_uri}/bilm", BILM_NAME, model_dir, profile)
+        import mlflow
+
+        from ctxrep.models.elmo_pyfunc import ARTIFACT, ElmoPyfunc
+
+        _check_active(run)
+        info = mlflow.pyfunc.log_model(
+            name="bilm", python_model=ElmoPyfunc(), artifacts={ARTIFACT: str(model_dir)},
+            pip_requirements=_BILM_REQUIREMENTS)
+        return _register(run, info.model_uri, BILM_NAME, model_dir, profile,
+                         {"task": "elmo-features"},
+                         "ctxrep biLM (ELMo): predict(sentences) gives per sentence an array "
+                         "[layers, tokens, dim]; loading needs ctxrep installed")
     except Exception as e:  # noqa: BLE001
         return _failed(run, BILM_NAME, e)
 
 
-def _register(run, source: str, name: str, model_dir: Path, profile: str | None):
+def _check_active(run) -> None:
+    """The flavours log into the active run: it must be ``run``'s."""
+    import mlflow
+
+    active = mlflow.active_run()
+    if active is None or active.info.run_id != run.run_id:
+        raise RuntimeError(f"the active MLflow run is "
+                           f"{active.info.run_id if active else 'none'}, not {run.run_id}")
+
+
+def _register(run, source: str, name: str, model_dir: Path, profile: str | None,
+              extra_tags: dict | None = None, description: str | None = None):
     from mlflow.exceptions import MlflowException
 
     client = run.client
     try:
         client.create_registered_model(
             name, description="ctxrep's pretrained model; each version's tags name the DVC "
-                              "hash (dvc_md5) and git commit it came from")
+                              "hash (dvc_md5) and git commit it came from; the alias "
+                              "latest-<profile> is the newest version of each profile")
     except MlflowException as e:
         if "already exists" not in str(e).lower() and "RESOURCE_ALREADY_EXISTS" not in str(e):
             raise
-    tags = _version_tags(run, model_dir, profile)
+    tags = {**_version_tags(run, model_dir, profile), **(extra_tags or {})}
     if source.startswith("models:/"):  # an MLflow 3 logged model: register it as such
         import mlflow
 
@@ -102,6 +174,12 @@ def _register(run, source: str, name: str, model_dir: Path, profile: str | None)
     client.set_tag(run.run_id, f"registered:{name}", version.version)
     log.info("MLflow registry: %s version %s (%s)", name, version.version,
              version.tags.get("dvc_md5") if version.tags else "")
+    try:  # the version is registered: a failure here is warned, the version still returned
+        if description:
+            client.update_model_version(name, version.version, description=description)
+        client.set_registered_model_alias(name, alias(profile), version.version)
+    except Exception as e:  # noqa: BLE001
+        _failed(run, f"{name} version {version.version} (description/alias)", e)
     return version
 
 

@@ -48,6 +48,13 @@ class StageContext:
     run: object = None                # tracking.StageRun
     _summary: dict = field(default_factory=dict)
     _compute: dict | None = None
+    _unchanged: bool = False
+
+    def unchanged(self) -> None:
+        """This run reproduced its outputs byte for byte (a check that runs every time, like
+        ``locate_data``): its MLflow run is deleted at the end instead of kept, and so is
+        the pipeline run if nothing else ran in it."""
+        self._unchanged = True
 
     def summary(self, **items) -> None:
         self._summary.update(items)
@@ -123,6 +130,8 @@ def stage(name: str, section: str | None, track: bool = True,
                 run.log_metrics({"wall_s": time.perf_counter() - start,
                                  **{k: v for k, v in (ctx._compute or {}).items()
                                     if k.endswith("_s")}})
+            if ctx._unchanged:
+                tracking.discard(run)
         else:
             yield ctx
     except config.ParamError as e:

@@ -9,7 +9,7 @@ Queue experiments that differ in one pretraining budget, run them, then collect 
     python -m ctxrep.sweep --model bilm --claim elmo:static
 
 Every experiment's ``metrics/claims.json`` carries the report's claims (Δ and its 95 %
-bootstrap CI per task) and ``metrics/pretrain_<model>.json`` its pretraining tokens; both are
+bootstrap CI per task) and ``metrics/headline.json`` its pretraining tokens; both are
 DVC metrics, so ``dvc exp show --json`` has them for every experiment without checking any out.
 This module writes ``reports/sweep.md`` (one row per experiment and task) and
 ``reports/sweep.png`` (Δ with its CI against pretraining tokens, one line per task): the
@@ -97,7 +97,10 @@ def sweep_points(show: list, model: str, better: str, worse: str,
     for name, data in experiments(show):
         if not fnmatch.fnmatchcase(name, names):
             continue
-        pretrain = _metric(data, f"metrics/pretrain_{model}.json") or {}
+        # the pretraining budget: in headline.json; in experiments of older code, in the model's
+        # own metrics file
+        pretrain = ((_metric(data, "metrics/headline.json") or {}).get("pretrain", {}).get(model)
+                    or _metric(data, f"metrics/pretrain_{model}.json") or {})
         claims = _metric(data, "metrics/claims.json") or {}
         by_task = claims.get(f"{better}_vs_{worse}", {})
         if "train_tokens" not in pretrain:

@@ -128,7 +128,9 @@ def git_state(root: Path) -> dict:
             return ""
 
     commit = git("rev-parse", "HEAD") or "unknown"
-    dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+    # dvc.lock is rewritten by DVC after every stage of the run itself: not a local change.
+    dirty = bool(git("status", "--porcelain", "--untracked-files=no", "--", ".",
+                     ":(exclude)dvc.lock"))
     return {"git_commit": commit, "git_dirty": str(dirty).lower()}
 
 
@@ -170,12 +172,11 @@ def flatten(d: dict, prefix: str = "") -> dict:
 
 
 def _log_params(client, run_id: str, params: dict) -> None:
-    """``params`` flattened (credentials masked) as params and as ``param.<key>`` tags."""
-    from mlflow.entities import Param, RunTag
+    """``params`` flattened (credentials masked), once, as MLflow params."""
+    from mlflow.entities import Param
 
     flat = flatten(params)
-    client.log_batch(run_id, params=[Param(k, str(v)[:6000]) for k, v in flat.items()],
-                     tags=[RunTag(f"param.{k}", str(v)[:5000]) for k, v in flat.items()])
+    client.log_batch(run_id, params=[Param(k, str(v)[:6000]) for k, v in flat.items()])
 
 
 class StageRun:
@@ -188,18 +189,25 @@ class StageRun:
     def __init__(self, client, run, parent_id: str | None = None, tags: dict | None = None):
         self.client, self.run, self.parent_id = client, run, parent_id
         self._tags = tags or {}
+        self.last_step = 0  # the highest step logged so far: where final values go
 
     @property
     def run_id(self) -> str:
         return self.run.info.run_id
 
     def log_metrics(self, metrics: dict, step: int | None = None, run_id: str | None = None) -> None:
+        """``metrics`` at ``step``; without one (final and summary values) at the last step
+        logged so far, so that a history never jumps back to step 0."""
         import time
 
         from mlflow.entities import Metric
 
+        if step is None:
+            step = self.last_step if run_id in (None, self.run_id) else 0
+        elif run_id in (None, self.run_id):
+            self.last_step = max(self.last_step, int(step))
         now = int(time.time() * 1000)
-        batch = [Metric(k, float(v), now, step or 0) for k, v in metrics.items()
+        batch = [Metric(k, float(v), now, int(step)) for k, v in metrics.items()
                  if isinstance(v, (int, float)) and not isinstance(v, bool)]
         if batch:
             self.client.log_batch(run_id or self.run_id, metrics=batch)
@@ -243,6 +251,22 @@ class StageRun:
             status = "FINISHED"
         finally:
             self.client.set_terminated(run.info.run_id, status=status)
+
+
+def discard(run: StageRun) -> None:
+    """Delete ``run`` (a stage run that changed nothing, e.g. ``locate_data`` in a ``make repro``
+    that finds every stage up to date), and its pipeline run if no other stage run is in it:
+    a no-op repro leaves no empty pipeline run behind. Deleted runs are hidden in the UI and
+    searches; ``mlflow gc`` removes them for good."""
+    client = run.client
+    client.delete_run(run.run_id)
+    if not run.parent_id:
+        return
+    exp_id = run.run.info.experiment_id
+    others = client.search_runs([exp_id], max_results=1, filter_string=(
+        f"tags.`{PARENT_TAG}` = '{run.parent_id}'"))
+    if not others:
+        client.delete_run(run.parent_id)
 
 
 def _alive(pid: int) -> bool:

@@ -183,8 +183,10 @@ def fetch(spec: DatasetSpec, source: str, opts: dict, out_dir: Path, max_rows: i
                                   f"copy; set data.verify_sha256: false to use it anyway)")
         unpinned = sorted(rel for rel in hashes if rel not in spec.sha256)
         if unpinned:
-            log.warning("%s: no sha256 pinned for %s; `ctxrep pin %s` pins the copy you have",
-                        spec.name, ", ".join(unpinned), spec.name)
+            shown = ", ".join(unpinned[:3]) + (f" and {len(unpinned) - 3} more"
+                                               if len(unpinned) > 3 else "")
+            log.warning("%s: no sha256 pinned for %d file(s) (%s); `ctxrep pin %s` pins the "
+                        "copy you have", spec.name, len(unpinned), shown, spec.name)
     stats = R.ReadStats()
     if res.kind == "mirror":
         splits = spec.read_mirror(res.files, stats, opts)

@@ -169,12 +169,12 @@ def run_pool(fn, jobs, num_proc: int, desc: str, initializer=None, initargs=()):
     if num_proc == 1:
         if initializer:
             initializer(*initargs)
-        yield from tqdm(map(fn, jobs), total=len(jobs), desc=desc, unit="shard")
+        yield from tqdm(map(fn, jobs), total=len(jobs), desc=desc, unit="shard", disable=None)
         return
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # processes already parallelise
     ctx = mp.get_context("fork")
     with ctx.Pool(num_proc, initializer=initializer, initargs=initargs) as pool:
-        yield from tqdm(pool.imap(fn, jobs), total=len(jobs), desc=desc, unit="shard")
+        yield from tqdm(pool.imap(fn, jobs), total=len(jobs), desc=desc, unit="shard", disable=None)
 
 
 # ------------------------------------------------------------------------------------- reader

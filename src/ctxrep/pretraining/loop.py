@@ -293,8 +293,10 @@ def train(objective: Objective, cfg: LoopConfig, ckpt_dir: Path, run=None,
                              if hasattr(objective, "state_dict") else {})})
 
     plans = _Plans(objective)
+    # disable=None: a bar on a terminal only; a log file gets one line per evaluation instead
+    # of a carriage-return redraw per step.
     bar = tqdm(total=cfg.steps, initial=result.steps, desc=desc, unit="step",
-               disable=not d.main, dynamic_ncols=True)
+               disable=None if d.main else True, dynamic_ncols=True)
     window_tokens, window_start = 0, time.perf_counter()
     model.train()
     for step in range(result.steps, cfg.steps):
@@ -350,6 +352,8 @@ def train(objective: Objective, cfg: LoopConfig, ckpt_dir: Path, run=None,
             metrics = _evaluate(objective, autocast)
             result.evals.append([step + 1, metrics])
             result.eval_seconds.append([step + 1, result.train_seconds])
+            if d.main:
+                log_evaluation(desc, step + 1, cfg.steps, metrics, result)
             if run is not None and d.main:
                 run.log_metrics({**{f"val_{k}" if not k.startswith("val_") else k: v
                                     for k, v in metrics.items()},
@@ -367,9 +371,20 @@ def train(objective: Objective, cfg: LoopConfig, ckpt_dir: Path, run=None,
     result.final_eval = _evaluate(objective, autocast)
     result.evals.append([result.steps, result.final_eval])
     result.eval_seconds.append([result.steps, result.train_seconds])
+    if d.main:
+        log_evaluation(desc, result.steps, cfg.steps, result.final_eval, result)
     if run is not None and d.main:
         run.log_metrics({**result.final_eval, "train_s": result.train_seconds}, step=result.steps)
     return result
+
+
+def log_evaluation(desc: str, step: int, steps: int, metrics: dict, result: TrainResult) -> None:
+    """One log line per evaluation: where training is, the held-out metrics, the last loss."""
+    shown = ", ".join(f"{k} {v:.4g}" for k, v in metrics.items()
+                      if isinstance(v, (int, float)) and not isinstance(v, bool))
+    loss = f", train loss {result.curve[-1][1]:.4g}" if result.curve else ""
+    log.info("%s: step %d/%d (%.0f s of training): %s%s", desc, step, steps,
+             result.train_seconds, shown, loss)
 
 
 def _evaluate(objective: Objective, autocast) -> dict:

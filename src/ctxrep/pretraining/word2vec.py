@@ -48,7 +48,7 @@ class EpochProgress(CallbackAny2Vec):
     """A gensim callback: a progress bar over epochs."""
 
     def __init__(self, epochs: int):
-        self.bar = tqdm(total=epochs, desc="pretrain_static", unit="epoch")
+        self.bar = tqdm(total=epochs, desc="pretrain_static", unit="epoch", disable=None)
 
     def on_epoch_end(self, model) -> None:
         self.bar.update(1)

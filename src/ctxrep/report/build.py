@@ -7,6 +7,7 @@ them on disk atomically. Every sentence that judges a result is generated from t
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from ctxrep.report import learning_curves as lc
 from ctxrep.report.inputs import ComputeEntry, ReportInputs, ledger_stages
 from ctxrep.report.published import BERT_PRETRAINING, ELMO_PRETRAINING
 from ctxrep.report.summary import claim_metrics, headline, summarise
+from ctxrep.transfer.record import CellRecord
 from ctxrep.report.tables import MISSING, TABLES, markdown_table, published_sources, results_table
 
 SUMMARY_PATH = Path("metrics/summary.json")
@@ -26,6 +28,8 @@ HEADLINE_PATH = Path("metrics/headline.json")     # the DVC metric: one number p
 CLAIMS_PATH = Path("metrics/claims.json")         # the DVC metric: Δ and CI per claim
 REPORT_PATH = Path("reports/report.md")
 LEDGER_PATH = Path("reports/compute.md")          # with wall times: differs run to run
+# Every cell's dev curve in one long table (a DVC plot, one chart for any grid: see dvc.yaml)
+TRANSFER_CURVES_PATH = Path("reports/transfer_curves.tsv")
 FIGURES_DIR = Path("reports/figures")
 
 
@@ -35,6 +39,7 @@ class Report:
     markdown: str                  # the same bytes for the same results
     figures: dict[str, Figure]     # file name under reports/figures/ -> figure
     ledger: str = ""               # the compute ledger with wall times
+    transfer_curves: str = ""      # TSV: every cell's per-epoch curves (transfer_curve_table)
 
 
 # --------------------------------------------------------------------------------------------
@@ -350,10 +355,21 @@ def probe_section(inputs: ReportInputs, figures: dict) -> str:
     parts += ["A linear probe trained on each layer alone (validation score, layer 0 = the "
               "context-free token layer); a probe that did not run says why, in the words of "
               "its stage.", ""]
-    fig = plots.probe_curves(inputs.probes)
+    intervals = ev.probe_intervals(inputs)
+    baselines = ev.probe_baselines(inputs)
+    fig = plots.probe_curves(inputs.probes, intervals, baselines)
     if fig is not None:
         figures["probe_layers.png"] = fig
-        parts += [_figure_link("probe_layers.png", "probe scores"), ""]
+        notes = []
+        if intervals:
+            notes.append("error bars: 95 % bootstrap CI over the evaluation examples (one probe "
+                         "run per layer), from the probe's saved predictions")
+        if baselines:
+            notes.append("gray lines: the task's trivial baselines (\"Every method beside its "
+                         "baselines\"), fitted on the task's training examples")
+        caption = f"In the figure, {'; '.join(notes)}." if notes else ""
+        parts += [_figure_link("probe_layers.png", "probe scores"),
+                  *(["", caption] if caption else []), ""]
     rows = []
     for model, probe in inputs.probes.items():
         for task, entry in (probe or {}).get("tasks", {}).items():
@@ -380,17 +396,57 @@ def mix_section(inputs: ReportInputs, figures: dict) -> str:
 
 
 def loss_section(inputs: ReportInputs, figures: dict) -> str:
-    fig = plots.loss_curves(inputs.curves)
+    bilm, bert = inputs.pretrain.get("bilm") or {}, inputs.pretrain.get("bert") or {}
+    references = ({"bilm": {f"unigram model ({bilm['unigram_ppl']:.1f})": bilm["unigram_ppl"]}}
+                  if bilm.get("unigram_ppl") is not None else {})
+    train_labels = {"bilm": "train exp(loss)",
+                    "bert": "train loss (MLM + NSP)" if bert.get("val_nsp_acc") is not None
+                    else "train loss (MLM)"}
+    fig = plots.loss_curves(inputs.curves, inputs.heldout, references, train_labels)
     if fig is None:
         return "## Pretraining loss\n\n" + _missing_file("metrics/pretrain_<model>_curve.tsv")
     figures["pretraining_loss.png"] = fig
-    return "## Pretraining loss\n\n" + _figure_link("pretraining_loss.png", "pretraining loss")
+    return "\n".join([
+        "## Pretraining loss", "",
+        "Training loss per step (faint) and its moving mean, with the held-out evaluations "
+        "(`metrics/pretrain_<model>_val.tsv`) as points. biLM: perplexity on a log scale; its "
+        "training loss (the mean of the two directions' per-token NLL) is shown as exp(loss), "
+        "which with a sampled softmax is below the exact perplexity that the held-out points "
+        "and the unigram model's line (dashed) measure. BERT: the training loss adds the NSP "
+        "loss to the masked-LM loss; the held-out points are the masked-LM loss alone.", "",
+        _figure_link("pretraining_loss.png", "pretraining loss")])
+
+
+def demote_headings(markdown: str, top: int = 3) -> str:
+    """``markdown`` with every ATX heading (outside fenced code) moved down so that its
+    highest heading is at level ``top`` (at most 6), the others keeping their nesting."""
+    lines, fenced, levels = markdown.splitlines(), False, []
+    headings = []
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        elif not fenced and (m := re.match(r"(#{1,6})(\s|$)", line)):
+            headings.append(i)
+            levels.append(len(m.group(1)))
+    if not levels:
+        return markdown
+    shift = max(0, top - min(levels))
+    for i, level in zip(headings, levels):
+        lines[i] = "#" * min(6, level + shift) + lines[i][level:]
+    return "\n".join(lines) + ("\n" if markdown.endswith("\n") else "")
 
 
 def neighbors_section(inputs: ReportInputs) -> str:
+    """``reports/neighbors.md`` pasted under the report's heading: its own title (a first-line
+    top-level heading) becomes the section's, its other headings are demoted below it."""
+    title = "## Contextual neighbours"
     if inputs.neighbors is None:
-        return "## Contextual neighbours\n\n" + _missing_file("reports/neighbors.md")
-    return "## Contextual neighbours\n\n" + inputs.neighbors.rstrip()
+        return f"{title}\n\n" + _missing_file("reports/neighbors.md")
+    text = inputs.neighbors.strip()
+    first, _, rest = text.partition("\n")
+    if (m := re.match(r"#\s+(.+)", first)):
+        title, text = f"## {m.group(1).strip()}", rest.strip()
+    return f"{title}\n\n" + demote_headings(text).rstrip()
 
 
 def build_report(inputs: ReportInputs, profile: str | None = None) -> Report:
@@ -401,8 +457,8 @@ def build_report(inputs: ReportInputs, profile: str | None = None) -> Report:
     evidence = ev.gather(inputs)
     curves = lc.gather(inputs, evidence)
     evidence.judgements += lc.judgements(curves, inputs.curve.get("methods", []))
-    sections = [header, ev.claims_section(evidence, inputs), ev.baselines_section(inputs, evidence),
-                data_section(inputs), scale_section(inputs), weights_section(inputs),
+    sections = [header, ev.claims_section(evidence, inputs, figures),
+                ev.baselines_section(inputs, evidence), data_section(inputs), scale_section(inputs), weights_section(inputs),
                 ledger_section(inputs),
                 results_section(inputs), findings_section(inputs), curves_section(inputs, figures),
                 lc.section(inputs, curves, figures), probe_section(inputs, figures),
@@ -411,7 +467,21 @@ def build_report(inputs: ReportInputs, profile: str | None = None) -> Report:
     ledger = (f"# ctxrep: compute ledger\n\n{weights_section(inputs)}\n\n"
               f"{ledger_section(inputs, wall_time=True)}\n")
     summary = summarise(inputs.transfer, ev.summary_extras(inputs, evidence))
-    return Report(summary, "\n\n".join(sections) + "\n", figures, ledger)
+    return Report(summary, "\n\n".join(sections) + "\n", figures, ledger,
+                  transfer_curve_table(inputs.transfer))
+
+
+def transfer_curve_table(transfer: dict[str, dict[str, CellRecord]]) -> str:
+    """Every cell's per-epoch curves in one long TSV (``task method seed epoch dev
+    train_loss``), rows in grid order: one file that the top-level DVC plot draws as one
+    panel per task, methods as colours, for any grid."""
+    rows = ["task\tmethod\tseed\tepoch\tdev\ttrain_loss"]
+    for task, cells in transfer.items():
+        for method, cell in cells.items():
+            for seed, curve in zip(cell.seeds, cell.curves):
+                for epoch, (dev, loss) in enumerate(zip(curve["dev"], curve["train_loss"]), 1):
+                    rows.append(f"{task}\t{method}\t{seed}\t{epoch}\t{dev:.6f}\t{loss:.6f}")
+    return "\n".join(rows) + "\n"
 
 
 def write_report(report: Report, root: Path | str = ".") -> None:
@@ -422,6 +492,8 @@ def write_report(report: Report, root: Path | str = ".") -> None:
     write_json(root / CLAIMS_PATH, claim_metrics(report.summary))
     with atomic_file(root / LEDGER_PATH) as f:
         f.write(report.ledger)
+    with atomic_file(root / TRANSFER_CURVES_PATH) as f:
+        f.write(report.transfer_curves)
     with atomic_dir(root / FIGURES_DIR) as tmp:
         for name, fig in sorted(report.figures.items()):
             plots.save_png(fig, tmp / name)

@@ -14,7 +14,9 @@ import numpy as np
 
 from ctxrep.analysis.bootstrap import STATISTIC, Interval, bootstrap_mean, example_stats
 from ctxrep.analysis.claims import LAYER_CLAIMS, Judgement, judge_all, layer_runs, unjudged
+from ctxrep.report import plots
 from ctxrep.report.inputs import ReportInputs
+from ctxrep.report.summary import pretrain_headlines
 from ctxrep.report.tables import MISSING, markdown_table, percent_scale
 
 # the order of the "every method beside its baselines" table
@@ -72,6 +74,39 @@ def probe_judgements(inputs: ReportInputs) -> list[Judgement]:
         if layer_runs(layers):
             runs[task], statistic[task] = layer_runs(layers), stat
     return judge_all(runs, statistic, LAYER_CLAIMS)
+
+
+def probe_intervals(inputs: ReportInputs) -> dict[str, dict[str, list[Interval]]]:
+    """model -> task -> the 95 % bootstrap CI of each layer's probe score (over evaluation
+    examples: one probe run), from the probes' saved predictions; tasks without them are
+    left out."""
+    out: dict = {}
+    for model, tasks in sorted(inputs.probe_predictions.items()):
+        for task, entry in sorted(tasks.items()):
+            stat = STATISTIC.get((entry["metric"], entry["metric"]))
+            if stat is None:
+                continue
+            out.setdefault(model, {})[task] = [
+                bootstrap_mean(stat, [example_stats(stat, predicted, entry["references"])])
+                for predicted in entry["layers"]]
+    return out
+
+
+def probe_baselines(inputs: ReportInputs) -> dict[str, dict[str, float]]:
+    """task -> baseline name -> score, for the probed tasks whose baselines record is in the
+    probe's metric (``BASELINE_ORDER``)."""
+    metrics = {task: entry.get("metric") for probe in inputs.probes.values() if probe
+               for task, entry in probe["tasks"].items() if entry.get("layers")}
+    out = {}
+    for task, metric in sorted(metrics.items()):
+        record = inputs.baselines.get(task)
+        if not record or record.get("metric") != metric:
+            continue
+        scores = {name: record["baselines"][name][record["primary"]] for name in BASELINE_ORDER
+                  if record["primary"] in record["baselines"].get(name, {})}
+        if scores:
+            out[task] = scores
+    return out
 
 
 def _pct(value: float, scale: float) -> str:
@@ -155,7 +190,11 @@ def baselines_section(inputs: ReportInputs, evidence: Evidence) -> str:
     return "\n".join(parts + published_footnote(marked))
 
 
-def claims_section(evidence: Evidence, inputs: ReportInputs) -> str:
+FOREST = "claims_forest.png"
+
+
+def claims_section(evidence: Evidence, inputs: ReportInputs, figures: dict | None = None) -> str:
+    """The claims table, its verdict counts and (into ``figures``) its forest plot."""
     parts = ["## The papers' claims, judged", "",
              "Each row: a published claim, the paired difference Δ = better − worse (seed means "
              "on the same evaluation examples, in points), its 95 % bootstrap CI, and the "
@@ -164,20 +203,27 @@ def claims_section(evidence: Evidence, inputs: ReportInputs) -> str:
     if not evidence.judgements:
         return "\n".join(parts + ["", "_No claim can be judged yet: the cells it compares, or "
                                       "their saved predictions, are missing._"])
-    rows, marked = [], published_methods(inputs)
+    rows, forest, marked = [], [], published_methods(inputs)
     for j in evidence.judgements:
         metric = task_metric(inputs, j.task)
         scale = percent_scale(metric[0]) if metric else 100.0
         dagger = " †" if {j.claim.better, j.claim.worse} & marked else ""
-        rows.append([j.claim.statement, j.claim.source, j.task,
-                     f"{j.claim.better} − {j.claim.worse}{dagger}",
+        comparison = f"{j.claim.better} − {j.claim.worse}{dagger}"
+        rows.append([j.claim.statement, j.claim.source, j.task, comparison,
                      f"{j.difference.estimate * scale:+.1f}", format_ci(j.difference, scale),
                      f"**{j.verdict}**"])
+        d = j.difference
+        forest.append((f"{comparison} · {j.task}", d.estimate * scale, d.low * scale,
+                       d.high * scale, j.verdict))
     counts = {v: sum(j.verdict == v for j in evidence.judgements)
               for v in ("reproduced", "contradicted", "inconclusive")}
     parts += ["", markdown_table(["claim", "source", "task", "comparison", "Δ", "95 % CI",
                                   "verdict"], rows),
               "", ", ".join(f"{n} {v}" for v, n in counts.items()) + "."]
+    fig = plots.claims_forest(forest) if figures is not None else None
+    if fig is not None:
+        figures[FOREST] = fig
+        parts += ["", f"![claims: Δ and 95 % CI per claim](figures/{FOREST})"]
     used = {m for j in evidence.judgements for m in (j.claim.better, j.claim.worse)} & marked
     return "\n".join(parts + published_footnote(used) + not_judged(evidence.judgements))
 
@@ -196,7 +242,8 @@ def not_judged(judgements: list[Judgement]) -> list[str]:
 
 
 def summary_extras(inputs: ReportInputs, evidence: Evidence) -> dict:
-    """What summary.json adds to the cells: baselines, CIs, degenerate flags, claims."""
+    """What summary.json adds to the cells: baselines, CIs, degenerate flags, claims, the
+    pretraining headlines."""
     return {
         "baselines": {task: {name: scores[record["primary"]]
                              for name, scores in sorted(record["baselines"].items())}
@@ -204,4 +251,5 @@ def summary_extras(inputs: ReportInputs, evidence: Evidence) -> dict:
         "ci95": {task: {m: [round(i.low, 4), round(i.high, 4)] for m, i in sorted(cis.items())}
                  for task, cis in sorted(evidence.intervals.items())},
         "claims": [j.as_dict() for j in evidence.judgements],
+        "pretrain": pretrain_headlines(inputs.pretrain),
     }

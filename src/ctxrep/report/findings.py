@@ -81,30 +81,41 @@ def transfer_findings(tasks: list[str], transfer: dict[str, dict[str, CellRecord
     return findings
 
 
+def relation(value: float, reference: float, fmt: str = ".1f") -> str:
+    """"above", "equal to" or "below": ``value`` against ``reference`` as the report shows
+    them (formatted with ``fmt``), so a sentence never calls two equal printed numbers
+    different."""
+    shown, ref = float(format(value, fmt)), float(format(reference, fmt))
+    return "above" if shown > ref else "below" if shown < ref else "equal to"
+
+
 def pretraining_findings(pretrain: dict[str, dict | None]) -> list[Finding]:
-    """Sanity of the pretrained models: better than the trivial predictor on held-out text."""
+    """Sanity of the pretrained models: better than the trivial predictor on held-out text,
+    judged on the numbers as printed (one decimal)."""
     findings = []
     bilm, bert = pretrain.get("bilm"), pretrain.get("bert")
     if bilm and "val_ppl" in bilm and "unigram_ppl" in bilm:
-        ok = bilm["val_ppl"] < bilm["unigram_ppl"]
+        rel = relation(bilm["val_ppl"], bilm["unigram_ppl"])
+        ok = rel == "below"
         findings.append(Finding(ok, (
             f"The biLM's held-out perplexity ({bilm['val_ppl']:.1f}) is "
-            f"{'below' if ok else 'not below'} a unigram model's ({bilm['unigram_ppl']:.1f})"
+            f"{rel} a unigram model's ({bilm['unigram_ppl']:.1f})"
             + ("." if ok else ": at this scale it has not learned more than word frequencies.")
         )))
     if bert and "val_mlm_acc" in bert and "val_mlm_acc_most_frequent" in bert:
-        ok = bert["val_mlm_acc"] > bert["val_mlm_acc_most_frequent"]
+        rel = relation(100 * bert["val_mlm_acc"], 100 * bert["val_mlm_acc_most_frequent"])
+        ok = rel == "above"
         findings.append(Finding(ok, (
             f"BERT's held-out masked-token accuracy ({100 * bert['val_mlm_acc']:.1f}%) is "
-            f"{'above' if ok else 'not above'} always predicting the most frequent token "
+            f"{rel} always predicting the most frequent token "
             f"({100 * bert['val_mlm_acc_most_frequent']:.1f}%)"
             + ("." if ok else ": at this scale the MLM has not learned more than frequencies.")
         )))
     if bert and bert.get("val_nsp_acc") is not None:
-        ok = bert["val_nsp_acc"] > 0.5
-        findings.append(Finding(ok, (
+        rel = relation(100 * bert["val_nsp_acc"], 50.0)
+        findings.append(Finding(rel == "above", (
             f"BERT's next-sentence accuracy ({100 * bert['val_nsp_acc']:.1f}%) is "
-            f"{'above' if ok else 'not above'} chance (50%).")))
+            f"{rel} chance (50%).")))
     return findings
 
 
@@ -128,7 +139,8 @@ def probe_findings(bilm_probe: dict | None) -> list[Finding]:
         if not layers or len(layers) < 3:    # needs layer 0 plus two contextual layers
             continue
         first, top = layers[1], layers[-1]
-        winner = "first" if first > top else "top" if top > first else "neither"
+        rel = relation(100 * first, 100 * top)     # as printed
+        winner = {"above": "first", "below": "top", "equal to": "neither"}[rel]
         findings.append(Finding(winner == expected, (
             f"biLM probe on {task}: layer 1 scores {100 * first:.1f}, the top layer "
             f"({len(layers) - 1}) {100 * top:.1f}: {VERDICTS[winner]}. "

@@ -9,6 +9,7 @@ Paths (relative to the repo root):
     metrics/tokenize.json, metrics/pretrain_bilm.json, metrics/pretrain_bert.json,
     metrics/pretrain_static.json (the static word vectors: no curve)
     metrics/pretrain_{bilm,bert}_curve.tsv            header: step  train_loss  lr
+    metrics/pretrain_{bilm,bert}_val.tsv              header: step  <held-out metric>...
     metrics/transfer/<task>/<method>.json             one transfer cell (a CellRecord)
     metrics/baselines/<task>.json                     the task's trivial baselines
     data/predictions/<task>/<method>/seed<N>.json     a cell's predictions, one file per seed
@@ -75,6 +76,40 @@ def read_curve(path: Path) -> Curve | None:
             curve.train_loss.append(float(row[1]))
         except (IndexError, ValueError) as e:
             raise ReportInputError(path, f"line {line}: expected an integer step and a loss, "
+                                         f"got {row!r}") from e
+    return curve
+
+
+@dataclass
+class EvalCurve:
+    """A pretraining run's held-out evaluations: their steps and each metric's values (NaN
+    where an evaluation did not report it)."""
+
+    steps: list[int]
+    metrics: dict[str, list[float]]
+
+
+def read_eval_curve(path: Path) -> EvalCurve | None:
+    """``step<TAB><metric>...`` rows (``pretraining.loop.write_eval_curve``; an import writes
+    the header ``step`` alone); ``None`` when the file does not exist."""
+    if not path.exists():
+        return None
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f, delimiter="\t"))
+    if not rows or rows[0][:1] != ["step"]:
+        raise ReportInputError(path, "expected a header starting with 'step'")
+    keys = rows[0][1:]
+    curve = EvalCurve([], {k: [] for k in keys})
+    for line, row in enumerate(rows[1:], start=2):
+        if len(row) != len(rows[0]):
+            raise ReportInputError(path, f"line {line}: {len(row)} fields for "
+                                         f"{len(rows[0])} columns")
+        try:
+            curve.steps.append(int(row[0]))
+            for key, value in zip(keys, row[1:]):
+                curve.metrics[key].append(float(value) if value else float("nan"))
+        except ValueError as e:
+            raise ReportInputError(path, f"line {line}: expected an integer step and numbers, "
                                          f"got {row!r}") from e
     return curve
 
@@ -265,6 +300,7 @@ class ReportInputs:
     learning_curves: dict = field(default_factory=dict)  # task -> method -> [CurvePoint]
     curve: dict = field(default_factory=dict)  # the learning_curve params: tasks, methods
     probe_predictions: dict = field(default_factory=dict)  # model -> task -> layer predictions
+    heldout: dict[str, EvalCurve | None] = field(default_factory=dict)  # model -> held-out curve
 
 
 def read_transfer_grid(root: Path, tasks: list[str], methods: list[str]) -> dict:
@@ -298,6 +334,7 @@ def load_inputs(root: Path | str, tasks: list[str], methods: list[str],
                                                                               "static")},
                   "bert-published": read_json(metrics / "import_bert.json")},
         curves={m: read_curve(metrics / f"pretrain_{m}_curve.tsv") for m in PRETRAIN_MODELS},
+        heldout={m: read_eval_curve(metrics / f"pretrain_{m}_val.tsv") for m in PRETRAIN_MODELS},
         transfer=transfer,
         probes={m: read_probe(metrics / "probe" / f"{m}.json") for m in PROBE_MODELS},
         probe_predictions=read_probe_predictions(root),

@@ -15,9 +15,10 @@ import matplotlib.style
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from ctxrep.io import atomic_file
-from ctxrep.report.inputs import Curve
+from ctxrep.report.inputs import Curve, EvalCurve
 from ctxrep.transfer.record import CellRecord
 
 DPI = 100
@@ -66,39 +67,127 @@ def save_png(fig: Figure, path: Path | str) -> None:
         f.write(png_bytes(fig))
 
 
+# What each pretrained model's held-out curve is plotted as: (``*_val.tsv`` column, label,
+# whether the panel's y axis is perplexity (log scale: the train loss as exp(loss)) or loss).
+HELDOUT = {"bilm": ("val_ppl", "held-out perplexity (full softmax)", True),
+           "bert": ("val_mlm_loss", "held-out MLM loss", False)}
+
+
+def moving_mean(values: list[float], window: int) -> np.ndarray:
+    """The mean of each run of ``window`` consecutive values (``len - window + 1`` of them)."""
+    v = np.asarray(values, dtype=np.float64)
+    c = np.concatenate([[0.0], np.cumsum(v)])
+    return (c[window:] - c[:-window]) / window
+
+
 @default_style
-def loss_curves(curves: dict[str, Curve | None]) -> Figure | None:
-    """Training loss against step, one panel per pretrained model."""
+def loss_curves(curves: dict[str, Curve | None], heldout: dict[str, EvalCurve | None] | None = None,
+                references: dict[str, dict[str, float]] | None = None,
+                train_labels: dict[str, str] | None = None) -> Figure | None:
+    """One panel per pretrained model: the training loss against step (per step, faint, and a
+    moving mean), the held-out evaluations (``heldout``: model -> its ``*_val.tsv``) as points,
+    and horizontal reference lines (``references``: model -> label -> value in the panel's
+    units, e.g. the unigram model's perplexity). A model whose held-out curve is a perplexity
+    (``HELDOUT``) gets a log-scale perplexity axis with the train loss as exp(loss)."""
+    heldout, references, train_labels = heldout or {}, references or {}, train_labels or {}
     present = {model: c for model, c in curves.items() if c and c.steps}
     if not present:
         return None
-    fig, axes = new_figure(len(present))
+    fig, axes = new_figure(len(present), extra_width=0.6)
     for ax, (model, curve) in zip(axes, present.items()):
-        ax.plot(curve.steps, curve.train_loss, linewidth=1)
-        ax.set(title=f"{model} pretraining", xlabel="step", ylabel="train loss")
+        key, label, perplexity = HELDOUT.get(model, (None, "held-out", False))
+        val = heldout.get(model)
+        points = [(s, v) for s, v in zip(val.steps, val.metrics.get(key, []))
+                  if np.isfinite(v)] if val and key else []
+        loss = np.asarray(curve.train_loss, dtype=np.float64)
+        show = np.exp if perplexity else (lambda x: x)
+        train = train_labels.get(model, "train loss")
+        ax.plot(curve.steps, show(loss), linewidth=0.6, alpha=0.35, color="tab:blue")
+        window = max(1, len(loss) // 40)
+        if window > 1:
+            ax.plot(curve.steps[window - 1:], show(moving_mean(loss, window)), linewidth=1.2,
+                    color="tab:blue", label=f"{train} (mean of {window} steps)")
+        else:
+            ax.lines[-1].set(alpha=1.0, label=train)
+        if points:
+            ax.plot(*zip(*points), marker="o", linewidth=1, color="tab:orange", label=label)
+        styles = iter(("dashed", "dotted", "dashdot"))
+        for name, value in sorted(references.get(model, {}).items()):
+            ax.axhline(value, color="gray", linestyle=next(styles, "dashed"), linewidth=1,
+                       label=name)
+        ax.set(title=f"{model} pretraining", xlabel="step",
+               ylabel="perplexity (log scale)" if perplexity else "loss (nats per token)")
+        if perplexity:
+            ax.set_yscale("log")
         ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
     return fig
 
 
 @default_style
-def probe_curves(probes: dict[str, dict | None]) -> Figure | None:
-    """Per-layer probe score, one panel per task, one line per model."""
+def probe_curves(probes: dict[str, dict | None],
+                 intervals: dict[str, dict[str, list]] | None = None,
+                 baselines: dict[str, dict[str, float]] | None = None) -> Figure | None:
+    """Per-layer probe score, one panel per task, one line per model; with 95 % CI error bars
+    where ``intervals`` (model -> task -> an ``Interval`` per layer) has them, and the task's
+    trivial baselines (``baselines``: task -> name -> score) as horizontal lines."""
+    intervals, baselines = intervals or {}, baselines or {}
     tasks = sorted({task for probe in probes.values() if probe
                     for task, entry in probe["tasks"].items() if entry.get("layers")})
     if not tasks:
         return None
-    fig, axes = new_figure(len(tasks))
+    fig, axes = new_figure(len(tasks), extra_width=1.6)
     for ax, task in zip(axes, tasks):
         entries = {model: probe["tasks"][task] for model, probe in probes.items()
                    if probe and probe["tasks"].get(task, {}).get("layers")}
         for model, entry in entries.items():
             layers = entry["layers"]
-            ax.plot(range(len(layers)), [100 * s for s in layers], marker="o", label=model)
+            cis = intervals.get(model, {}).get(task)
+            if cis and len(cis) == len(layers):
+                interval_line(ax, range(len(layers)), cis, 100.0, label=f"{model} (95 % CI)")
+            else:
+                ax.plot(range(len(layers)), [100 * s for s in layers], marker="o", label=model)
+        styles = iter(("dashed", "dotted", "dashdot"))
+        for name, score in baselines.get(task, {}).items():
+            ax.axhline(100 * score, color="gray", linestyle=next(styles, "dashed"), linewidth=1,
+                       label=f"baseline: {name}")
         metric = next(iter(entries.values()))["metric"]
         ax.set(title=f"{task} linear probe", xlabel="layer", ylabel=f"{metric} (%)")
         ax.xaxis.get_major_locator().set_params(integer=True)
         ax.grid(alpha=0.3)
-        ax.legend()
+    axes[-1].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return fig
+
+
+# colour and marker of each verdict in the claims forest plot
+VERDICT_STYLE = {"reproduced": ("tab:green", "o"), "contradicted": ("tab:red", "D"),
+                 "inconclusive": ("tab:gray", "s")}
+
+
+@default_style
+def claims_forest(rows: list[tuple[str, float, float, float, str]]) -> Figure | None:
+    """A forest plot of the judged claims: one row per (label, Δ, low, high, verdict), in the
+    given order from the top: Δ as a point, its 95 % CI as a bar, coloured by verdict, and the
+    line Δ = 0 (a CI clear of it decides the verdict)."""
+    if not rows:
+        return None
+    fig = Figure(figsize=(9.0, 1.2 + 0.3 * len(rows)), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    ax.axvline(0.0, color="black", linestyle="dashed", linewidth=1)
+    for y, (_, delta, low, high, verdict) in enumerate(rows):
+        colour, marker = VERDICT_STYLE.get(verdict, ("tab:blue", "o"))
+        ax.errorbar([delta], [y], xerr=[[delta - low], [high - delta]], fmt=marker,
+                    color=colour, capsize=3, linewidth=1.5, markersize=6)
+    ax.set_yticks(range(len(rows)), [row[0] for row in rows], fontsize="small")
+    ax.set_ylim(len(rows) - 0.5, -0.5)        # the first claim on top, as in the table
+    ax.set(xlabel="Δ = better − worse (points), 95 % bootstrap CI",
+           title="The papers' claims, judged")
+    ax.grid(alpha=0.3, axis="x")
+    shown = [v for v in VERDICT_STYLE if any(row[4] == v for row in rows)]
+    handles = [Line2D([], [], color=VERDICT_STYLE[v][0], marker=VERDICT_STYLE[v][1],
+                      linestyle="none", label=v) for v in shown]
+    ax.legend(handles=handles, fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig
 
 

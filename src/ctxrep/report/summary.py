@@ -29,18 +29,48 @@ def summarise(transfer: dict[str, dict[str, CellRecord]], extras: dict | None = 
                     for method, cell in sorted(cells.items())}
              for task, cells in sorted(transfer.items())}
     return {"cells": cells, "baselines": extras.get("baselines", {}),
-            "claims": extras.get("claims", [])}
+            "claims": extras.get("claims", []), "pretrain": extras.get("pretrain", {})}
+
+
+# The pretraining numbers that are headlines: held-out quality and the budget it took (the rest
+# of metrics/pretrain_*.json are statistics: parameter counts, FLOPs, per-direction values).
+PRETRAIN_HEADLINES = {"bilm": ("val_ppl", "unigram_ppl", "train_tokens"),
+                      "bert": ("val_mlm_acc", "train_tokens")}
+
+
+def pretrain_headlines(pretrain: dict[str, dict | None]) -> dict:
+    """{model: {key: value}} of :data:`PRETRAIN_HEADLINES` found in ``pretrain`` (model ->
+    ``metrics/pretrain_<model>.json``, None where that model was not trained)."""
+    out = {}
+    for model, keys in PRETRAIN_HEADLINES.items():
+        found = {k: v if isinstance(v, int) else round(float(v), DECIMALS)
+                 for k, v in (pretrain.get(model) or {}).items()
+                 if k in keys and isinstance(v, (int, float)) and not isinstance(v, bool)}
+        if found:
+            out[model] = found
+    return out
 
 
 def headline(summary: dict) -> dict:
-    """``metrics/headline.json``, the DVC metric: {task: {method or baseline: mean}}, so
-    ``dvc exp show`` gets one column per grid cell and baseline. Stds, seeds and the CIs of
-    single cells stay in summary.json; the claims are in :func:`claim_metrics`."""
+    """``metrics/headline.json``, the pipeline's first DVC metric, about 20 numbers wide so that
+    ``dvc exp show`` puts the results in view:
+
+        {task: {method or baseline: mean}, "claims": {verdict: count},
+         "pretrain": {"bilm": {"val_ppl", "unigram_ppl", "train_tokens"},
+                      "bert": {"val_mlm_acc", "train_tokens"}}}
+
+    Stds, seeds and the CIs of single cells stay in summary.json; each claim's Δ and CI is in
+    :func:`claim_metrics`."""
     out = {task: {method: cell["mean"] for method, cell in cells.items()}
            for task, cells in summary["cells"].items()}
     for task, scores in summary.get("baselines", {}).items():
         out.setdefault(task, {}).update({name: round(v, DECIMALS) for name, v in scores.items()})
-    return {task: dict(sorted(cells.items())) for task, cells in sorted(out.items())}
+    out = {task: dict(sorted(cells.items())) for task, cells in sorted(out.items())}
+    verdicts = [claim["verdict"] for claim in summary.get("claims", [])]
+    out["claims"] = {v: verdicts.count(v) for v in (*VERDICTS, *sorted(set(verdicts) - {*VERDICTS}))}
+    if summary.get("pretrain"):
+        out["pretrain"] = summary["pretrain"]
+    return out
 
 
 def claim_metrics(summary: dict) -> dict:

@@ -120,7 +120,7 @@ def extract_task(featurize, task_splits: dict, kind: str, out_dir: Path, batch_s
             writer = FieldWriter(out_dir, split, field)
             words = [task_words(ex, field) for ex in dataset.select_columns([field])]
             for start in tqdm(range(0, len(words), batch_size), desc=f"{out_dir.name}/{split}.{field}",
-                              unit="batch", leave=False):
+                              unit="batch", leave=False, disable=None):
                 for layers in featurize(words[start:start + batch_size]):
                     writer.add(layers)
             meta["splits"][split][f"{field}_words"] = writer.close()
