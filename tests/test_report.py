@@ -440,10 +440,8 @@ def test_learning_curves_absent_or_not_run_say_so(tmp_path):
     assert not any("sample efficiency" in c["claim"] for c in missing.summary["claims"])
 
 
-def test_probe_layer_claims_are_judged_from_saved_predictions(tmp_path):
-    """POS: layer 1 right on 90 % of words, the top layer on 60 % → reproduced; word sense:
-    both layers equally right → inconclusive; and the point-estimate probe check goes away."""
-    root = make_repo(tmp_path)
+def _write_ud_pos_probe(root: Path) -> None:
+    """The biLM's ud_pos probe predictions: layer j right on 50/90/60 % of 300 words."""
     tags = [[i % 3, (i + 1) % 3, (i + 2) % 3] for i in range(300)]
 
     def tagged(share: float) -> list:
@@ -453,6 +451,13 @@ def test_probe_layer_claims_are_judged_from_saved_predictions(tmp_path):
     write(root, "data/predictions/probe/bilm/ud_pos.json", {
         "metric": "token_accuracy", "references": tags,
         "layers": [tagged(0.5), tagged(0.9), tagged(0.6)]})
+
+
+def test_probe_layer_claims_are_judged_from_saved_predictions(tmp_path):
+    """POS: layer 1 right on 90 % of words, the top layer on 60 % → reproduced; word sense:
+    both layers equally right → inconclusive; and the point-estimate probe check goes away."""
+    root = make_repo(tmp_path)
+    _write_ud_pos_probe(root)
     labels = [i % 2 for i in range(300)]
     write(root, "data/predictions/probe/bilm/wic.json", {
         "metric": "accuracy", "references": labels, "layers": [labels, labels, labels]})
@@ -607,15 +612,7 @@ def test_pretraining_figure_without_held_out_curves_or_unigram(tmp_path):
 def _write_probe_evidence(root: Path) -> None:
     """The biLM's ud_pos probe with saved predictions (layer j right on 50/90/60 % of the
     words) and ud_pos baselines in the probe's metric."""
-    tags = [[i % 3, (i + 1) % 3, (i + 2) % 3] for i in range(300)]
-
-    def tagged(share: float) -> list:
-        return [t if i < share * len(tags) else [(x + 1) % 3 for x in t]
-                for i, t in enumerate(tags)]
-
-    write(root, "data/predictions/probe/bilm/ud_pos.json", {
-        "metric": "token_accuracy", "references": tags,
-        "layers": [tagged(0.5), tagged(0.9), tagged(0.6)]})
+    _write_ud_pos_probe(root)
     write(root, "metrics/baselines/ud_pos.json", {
         "task": "ud_pos", "kind": "tagging", "metric": "token_accuracy",
         "primary": "token_accuracy", "eval_split": "validation",
