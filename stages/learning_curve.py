@@ -3,7 +3,8 @@ training examples (``learning_curve.fractions``), every seed of ``transfer.commo
 
 Writes metrics/learning_curves/<task>/<method>.json (one grid-cell record per fraction) and each
 point's predictions under data/learning_curves/<task>/<method>/fraction<f>/seed<N>.json, from
-which the report draws the curves and judges the sample-efficiency claim with bootstrap CIs.
+which the report draws the curves and judges the sample-efficiency claim with bootstrap CIs;
+each point's training curves go to dvclive/learning_curves/<task>/<method>/fraction<f>/seed<N>/.
 The whole-data point is the grid's own cell (transfer@<task>-<method>), not recomputed here.
 """
 
@@ -11,6 +12,7 @@ import sys
 from pathlib import Path
 
 from ctxrep import config
+from ctxrep.curves import fresh_folder
 from ctxrep.io import write_json
 from ctxrep.stage import stage
 from ctxrep.transfer.cell import CellCost, run_cell
@@ -23,8 +25,10 @@ with stage(f"learning_curve@{task}-{method}", None) as ctx:
     ctx.log_params({"task": task, "method": method, "learning_curve": config.as_dict(curve),
                     "transfer": {"common": config.as_dict(common), method: config.as_dict(p)}})
     points, files, cost = [], {}, CellCost()
+    live = fresh_folder(Path("dvclive/learning_curves") / task / method)
     for fraction in curve.fractions:
-        cell = run_cell(task, method, common, p, ctx.run, train_fraction=fraction)
+        cell = run_cell(task, method, common, p, ctx.run, train_fraction=fraction,
+                        live_root=live / f"fraction{fraction}")
         points.append(cell.record)
         files.update({f"fraction{fraction}/{name}": obj for name, obj in cell.predictions.items()})
         cost = CellCost(cost.amount + cell.cost.amount, cell.cost.unit, cell.cost.params,

@@ -19,6 +19,7 @@ from ctxrep.registry import register_bert
 from ctxrep.stage import stage
 
 OUT, CKPT = Path("data/models/bert"), Path("data/checkpoints/pretrain_bert")
+LIVE = Path("dvclive/pretrain_bert")  # the curves, written as it trains (ctxrep.curves)
 
 
 def train(ctx, p) -> None:
@@ -34,7 +35,8 @@ def train(ctx, p) -> None:
     objective = BertObjective(model, load_documents(corpus, "train"),
                               load_documents(corpus, "validation"), vocab, p, device)
     key = loop.run_key(config.as_dict(p), corpus.meta)
-    result = loop.train(objective, loop.LoopConfig.from_params(p), CKPT / key, ctx.run, dist, desc="pretrain_bert")
+    result = loop.train(objective, loop.LoopConfig.from_params(p), CKPT / key, ctx.run, dist,
+                        desc="pretrain_bert", live_dir=LIVE)
 
     if dist.main:
         with atomic_dir(OUT) as tmp:

@@ -19,6 +19,7 @@ from ctxrep.registry import register_bilm
 from ctxrep.stage import stage
 
 OUT, CKPT = Path("data/models/bilm"), Path("data/checkpoints/pretrain_bilm")
+LIVE = Path("dvclive/pretrain_bilm")  # the curves, written as it trains (ctxrep.curves)
 
 
 def train(ctx, p) -> None:
@@ -39,7 +40,8 @@ def train(ctx, p) -> None:
 
     # Checkpoints are keyed by the params and the data, so a changed run never resumes an old one.
     key = loop.run_key(config.as_dict(p), corpus.meta)
-    result = loop.train(objective, loop.LoopConfig.from_params(p), CKPT / key, ctx.run, dist, desc="pretrain_bilm")
+    result = loop.train(objective, loop.LoopConfig.from_params(p), CKPT / key, ctx.run, dist,
+                        desc="pretrain_bilm", live_dir=LIVE)
 
     if dist.main:
         with atomic_dir(OUT) as tmp:

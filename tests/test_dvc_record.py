@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ctxrep.curves import is_point
 from tests.conftest import REPO, copy_run, tree_hash
 from tests.pipeline_deps import code_dep_problems, covered
 
@@ -170,7 +171,7 @@ def test_run_cache_a_b_a_gives_back_run_a_byte_for_byte(run, tmp_path):
     output, its metrics, curve and compute-ledger entry included, is run a's."""
     repo, _, env = run
     repo = copy_run(repo, tmp_path / "repo")
-    files = ["data/models/bilm", "metrics/pretrain_bilm.json", "metrics/pretrain_bilm_curve.tsv",
+    files = ["data/models/bilm", "metrics/pretrain_bilm.json", "dvclive/pretrain_bilm",
              "reports/compute/pretrain_bilm.json"]
 
     def snapshot():
@@ -385,11 +386,13 @@ def test_plots_diff_of_two_experiments_lists_every_curve_and_figure(run, tmp_pat
     def rows(by_rev: dict, rev: str, name: str) -> list[dict]:
         return [r for r in by_rev[rev] if r["filename"].endswith(name)]
 
-    val_a, val_b = (rows(bilm, rev, "pretrain_bilm_val.tsv") for rev in ("plots-a", "plots-b"))
+    val_a, val_b = (rows(bilm, rev, "val/ppl.tsv") for rev in ("plots-a", "plots-b"))
     assert [int(r["step"]) for r in val_a] == list(range(every, steps + 1, every))
-    assert [r["val_ppl"] for r in val_a] != [r["val_ppl"] for r in val_b]
-    assert len(rows(bilm, "plots-b", "pretrain_bilm_curve.tsv")) == steps
-    assert rows(points("pretrain_bert"), "plots-a", "pretrain_bert_val.tsv")[-1]["val_mlm_acc"]
+    assert [r["ppl"] for r in val_a] != [r["ppl"] for r in val_b]
+    every_log = params["pretrain_bilm"]["log_every"]
+    assert len(rows(bilm, "plots-b", "train/loss.tsv")) == len(
+        [s for s in range(1, steps + 1) if is_point(s, every_log, steps)])
+    assert rows(points("pretrain_bert"), "plots-a", "val/mlm_acc.tsv")[-1]["mlm_acc"]
     # every cell of the grid, from the report's one table, equal to the cells' records
     transfer = points("reports/transfer_curves.tsv")["plots-a"]
     for task in params["grid"]["tasks"]:

@@ -6,7 +6,10 @@ import json
 import shutil
 
 import pytest
+import yaml
 
+from ctxrep.curves import is_point
+from ctxrep.report.inputs import read_curve, read_eval_curve
 from tests.conftest import copy_run, kill_stage_when, run_stage, tree_hash
 
 pytestmark = pytest.mark.slow
@@ -28,8 +31,12 @@ def test_bilm_stage_outputs(repo):
     elmo = Elmo.from_pretrained(repo / "data/models/bilm")
     out = elmo([["The", "river", "bank"]])
     assert out.layers.shape[:3] == (1, 3, 3)
-    curve = (repo / "metrics/pretrain_bilm_curve.tsv").read_text().splitlines()
-    assert curve[0] == "step\ttrain_loss\tlr" and len(curve) == 31
+    params = yaml.safe_load((repo / "params.yaml").read_text())["pretrain_bilm"]
+    curve = read_curve(repo / "dvclive/pretrain_bilm")  # DVCLive's, written as it trained
+    assert curve.steps == [s for s in range(1, params["steps"] + 1)
+                           if is_point(s, params["log_every"], params["steps"])]
+    assert read_eval_curve(repo / "dvclive/pretrain_bilm").metrics["val_ppl"][-1] == \
+        pytest.approx(m["val_ppl"], rel=1e-3)
     assert not (repo / "data/checkpoints/pretrain_bilm").exists(), "checkpoints left after success"
     assert not {"tokens_per_s", "train_seconds"} & set(m), "timings in a DVC metric"
     cost = json.loads((repo / "reports/compute/pretrain_bilm.json").read_text())  # the ledger row

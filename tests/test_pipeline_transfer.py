@@ -4,12 +4,14 @@ import json
 
 import pytest
 
-from tests.conftest import compose, copy_run, kill_stage_when, run_stage
+from ctxrep.report.inputs import read_eval_curve
+from tests.conftest import compose, copy_run, kill_stage_when, run_stage, tree_hash
 
 pytestmark = pytest.mark.slow
 CELL = ["sst2", "elmo"]
 CKPT = "data/checkpoints/transfer/sst2/elmo"
 METRICS = "metrics/transfer/sst2/elmo.json"
+LIVE = "dvclive/transfer/sst2/elmo"
 # long enough to be killed mid-seed (no early stopping)
 OVERRIDES = ["transfer.elmo.epochs=40", "transfer.common.patience=0"]
 
@@ -25,6 +27,7 @@ def repo(tmp_path_factory, tiny_run):
 def test_killed_cell_resumes_its_seed_and_writes_the_same_bytes(repo):
     run_stage(repo, "transfer.py", *CELL)
     uninterrupted = (repo / METRICS).read_bytes()
+    live = tree_hash(repo / LIVE)
     (repo / METRICS).unlink()
 
     def second_seed_checkpointed():  # seed 0 done, seed 1 part-way
@@ -36,7 +39,12 @@ def test_killed_cell_resumes_its_seed_and_writes_the_same_bytes(repo):
     rerun = run_stage(repo, "transfer.py", *CELL)
     assert "seed1/step-" in rerun.stderr and "resuming from" in rerun.stderr, "did not resume"
     assert (repo / METRICS).read_bytes() == uninterrupted
+    assert tree_hash(repo / LIVE) == live, "the resumed seed's DVCLive curves differ"
     assert not list((repo / CKPT).rglob("step-*")), "checkpoints left after success"
+    record = json.loads(uninterrupted)
+    for seed, curve in zip(record["seeds"], record["curves"]):  # one dev point per epoch
+        held = read_eval_curve(repo / LIVE / f"seed{seed}")
+        assert held.metrics[f"val_{record['primary']}"] == pytest.approx(curve["dev"], abs=1e-6)
     cost = json.loads((repo / "reports/compute/transfer@sst2-elmo.json").read_text())
     seeds = json.loads(uninterrupted)["seeds"]
     assert cost["unit"] == "words" and cost["amount"] > 0 and cost["flops"] > 0 and len(seeds) == 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import statistics
 from pathlib import Path
 
@@ -26,6 +27,14 @@ def write(root: Path, rel: str, obj) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(obj if isinstance(obj, str) else json.dumps(obj))
     return path
+
+
+def write_live(root: Path, run: str, name: str, history: dict[int, float]) -> Path:
+    """One DVCLive history, ``dvclive/<run>/plots/metrics/<name>.tsv``, as DVCLive writes it
+    (tests/test_curves.py reads the real thing back)."""
+    leaf = name.rsplit("/", 1)[-1]
+    rows = "".join(f"{step}\t{value}\n" for step, value in history.items())
+    return write(root, f"dvclive/{run}/plots/metrics/{name}.tsv", f"step\t{leaf}\n{rows}")
 
 
 N_EVAL = 400
@@ -92,12 +101,14 @@ def make_repo(root: Path, sst2_elmo=(0.80, 0.81, 0.79), sst2_static=(0.70, 0.71,
         "vocab_size": 2500, "dim": 16, "train_words": 8000, "epochs": 2, "params": 80000,
         "heldout_oov_rate": 0.125, "train_flops": 1.0e9})
     for model in ("bilm", "bert"):
-        rows = "".join(f"{s}\t{5 - 0.01 * s:.4f}\t0.001\n" for s in range(1, 51))
-        write(root, f"metrics/pretrain_{model}_curve.tsv", "step\ttrain_loss\tlr\n" + rows)
-    write(root, "metrics/pretrain_bilm_val.tsv", "step\tval_ppl\tval_ppl_backward\t"
-          "val_ppl_forward\n25\t150\t140\t160\n50\t100\t110\t90\n")
-    write(root, "metrics/pretrain_bert_val.tsv", "step\tval_mlm_acc\tval_mlm_acc_most_frequent\t"
-          "val_mlm_loss\tval_nsp_acc\n50\t0.15\t0.05\t5.5\t0.6\n100\t0.2\t0.05\t5.0\t0.7\n")
+        write_live(root, f"pretrain_{model}", "train/loss",
+                   {s: round(5 - 0.01 * s, 4) for s in range(1, 51)})
+    for name, values in {"ppl": (150, 100), "ppl_backward": (140, 110),
+                         "ppl_forward": (160, 90)}.items():
+        write_live(root, "pretrain_bilm", f"val/{name}", dict(zip((25, 50), values)))
+    for name, values in {"mlm_acc": (0.15, 0.2), "mlm_acc_most_frequent": (0.05, 0.05),
+                         "mlm_loss": (5.5, 5.0), "nsp_acc": (0.6, 0.7)}.items():
+        write_live(root, "pretrain_bert", f"val/{name}", dict(zip((50, 100), values)))
     mix = {"input": [[0.2, 0.3, 0.5], [0.1, 0.3, 0.6], [0.3, 0.3, 0.4]]}
     write_cell(root, "sst2", "static", list(sst2_static))
     write_cell(root, "sst2", "elmo", list(sst2_elmo), mix_weights=mix)
@@ -351,9 +362,9 @@ def test_everything_missing_still_gives_a_report(tmp_path):
     ("metrics/transfer/sst2/elmo.json", "{not json"),
     ("metrics/transfer/sst2/elmo.json", json.dumps({"task": "sst5", "method": "elmo"})),
     ("metrics/pretrain_bert.json", "[1, 2]"),
-    ("metrics/pretrain_bilm_curve.tsv", "step\ttrain_loss\tlr\n1\tnan?\t0.1\n"),
-    ("metrics/pretrain_bilm_val.tsv", "step\tval_ppl\n10\tlow\n"),
-    ("metrics/pretrain_bert_val.tsv", "val_mlm_loss\n5.0\n"),
+    ("dvclive/pretrain_bilm/plots/metrics/train/loss.tsv", "step\tloss\n1\tnan?\n"),
+    ("dvclive/pretrain_bilm/plots/metrics/val/ppl.tsv", "step\tppl\n10\tlow\n"),
+    ("dvclive/pretrain_bert/plots/metrics/val/mlm_loss.tsv", "mlm_loss\n5.0\n"),
     ("metrics/probe/bilm.json", json.dumps({"model": "bilm", "tasks": {"wic": {"metric": "a"}}})),
 ])
 def test_malformed_input_is_an_error_naming_the_file(tmp_path, rel, content):
@@ -590,16 +601,17 @@ def test_pretraining_figure_has_held_out_points_and_the_unigram_line(tmp_path):
     assert train.get_ydata()[0] == pytest.approx(np.exp(5 - 0.01))
     bert_lines = {line.get_label(): line for line in bert.lines}
     assert list(bert_lines["held-out MLM loss"].get_ydata()) == [5.5, 5.0]
-    assert "train loss (MLM + NSP) (mean of 1 steps)" not in bert_lines
+    assert "train loss (MLM + NSP) (moving mean of 1 points)" not in bert_lines
     assert bert.get_yscale() == "linear"
-    assert "`metrics/pretrain_<model>_val.tsv`" in section(report.markdown, "## Pretraining loss")
+    assert "`dvclive/pretrain_<model>/plots/metrics/val/`" in section(report.markdown,
+                                                                     "## Pretraining loss")
 
 
 def test_pretraining_figure_without_held_out_curves_or_unigram(tmp_path):
-    """An import writes a held-out file with the header alone; an old run has none."""
+    """A run without held-out histories in its DVCLive folder draws the training loss alone."""
     root = make_repo(tmp_path)
-    write(root, "metrics/pretrain_bert_val.tsv", "step\n")
-    (root / "metrics/pretrain_bilm_val.tsv").unlink()
+    for model in ("bilm", "bert"):
+        shutil.rmtree(root / f"dvclive/pretrain_{model}/plots/metrics/val")
     bilm = json.loads((root / "metrics/pretrain_bilm.json").read_text())
     del bilm["unigram_ppl"]
     write(root, "metrics/pretrain_bilm.json", bilm)

@@ -25,7 +25,7 @@ from pathlib import Path
 import yaml
 
 from ctxrep.errors import InputError
-from ctxrep.io import atomic_dir, atomic_file, sha256_file, write_json
+from ctxrep.io import atomic_dir, sha256_file, write_json
 
 # The released ELMo models (AllenNLP's S3 bucket; https://allennlp.org/elmo), name → (options,
 # weights). The name is also the folder name the profiles and the README use.
@@ -275,17 +275,17 @@ def record_trained(model: str, corpus: str) -> None:
 def publish_import(ctx, stage: str, model: str, folder: str | Path, files: list[Path],
                    metrics: dict, curves: bool = True) -> dict:
     """What an import leaves besides the model, in place of a training run's: ``metrics/
-    <stage>.json`` (``metrics``, numbers about the model), with ``curves`` empty loss and
-    held-out curves (a pretraining stage declares them: every output exists either way), a
+    <stage>.json`` (``metrics``, numbers about the model), with ``curves`` an empty DVCLive
+    folder ``dvclive/<stage>/`` (a pretraining stage declares it: every output exists either
+    way; nothing was trained), a
     compute-ledger row (the bytes read, no training FLOPs) and ``reports/weights/<model>.json``
     (the provenance). ``ctx`` is the stage's :class:`ctxrep.stage.StageContext`."""
     record = provenance(model, folder, files)
     ctx.write_metrics(f"metrics/{stage}.json", metrics)
     if curves:
-        with atomic_file(Path(f"metrics/{stage}_curve.tsv")) as f:
-            f.write("step\ttrain_loss\tlr\n")  # nothing trained: the header alone
-        with atomic_file(Path(f"metrics/{stage}_val.tsv")) as f:
-            f.write("step\n")                    # nothing held out either
+        from ctxrep.curves import fresh_folder
+
+        fresh_folder(Path("dvclive") / stage)
     ctx.compute(amount=sum(f["bytes"] for f in record["files"]), unit="bytes imported",
                 params=metrics.get("params"), flops=0.0)
     write_json(WEIGHTS_DIR / f"{model}.json", record)

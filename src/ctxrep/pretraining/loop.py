@@ -3,7 +3,7 @@
 What is shared: optimizer (AdamW with decay only on matrices, or Adagrad as in ELMo), linear
 warm-up then linear decay, gradient accumulation, gradient clipping, bf16 autocast on CUDA, DDP
 under ``torchrun``, periodic evaluation, atomic checkpoints and exact resume, NaN/inf stops,
-a progress bar, per-step MLflow metrics and the loss curve.
+a progress bar, and the curves (DVCLive and MLflow, one path: :mod:`ctxrep.curves`).
 
 What a model brings is an :class:`Objective`: an epoch *plan* (batches of example indices, a
 pure function of the epoch), a way to build a batch for a step, and its loss. Because the plan
@@ -28,6 +28,8 @@ from typing import Protocol
 import torch
 import torch.distributed as dist
 from torch import nn
+
+from ctxrep.curves import Curves, is_point, train_point, val_point
 
 log = logging.getLogger(__name__)
 
@@ -237,7 +239,11 @@ def _locate(step: int, plans: _Plans, grad_accum: int) -> list[list[int]]:
 
 
 def train(objective: Objective, cfg: LoopConfig, ckpt_dir: Path, run=None,
-          dist_info: Dist | None = None, desc: str = "train") -> TrainResult:
+          dist_info: Dist | None = None, desc: str = "train",
+          live_dir: Path | None = None) -> TrainResult:
+    """Train ``objective`` for ``cfg.steps`` optimizer steps, resuming from the latest checkpoint
+    in ``ckpt_dir``. Curves go to ``live_dir`` (a DVCLive folder) and ``run`` (the MLflow run)
+    through :class:`ctxrep.curves.Curves`."""
     from tqdm.auto import tqdm
 
     d = dist_info or Dist()
@@ -265,6 +271,10 @@ def train(objective: Objective, cfg: LoopConfig, ckpt_dir: Path, run=None,
             objective.load_state_dict(state["objective"])
         if d.main:
             log.info("resuming from %s (step %d of %d)", latest, result.steps, cfg.steps)
+    curves = Curves(live_dir, run) if d.main else Curves(None)
+    # The row the next training-curve point's window starts at; a resumed run first replays
+    # its checkpointed history, so its curves equal an uninterrupted run's.
+    window = curves.replay(result.curve, result.evals, cfg.log_every, cfg.steps)
 
     train_model = model
     if d.world > 1:
@@ -340,13 +350,14 @@ def train(objective: Objective, cfg: LoopConfig, ckpt_dir: Path, run=None,
         lr = optimizer.param_groups[0]["lr"]
         result.curve.append([step + 1, logs_sum.get("loss", float(loss.detach())), lr])
         bar.update(1)
-        if d.main and (step % cfg.log_every == 0 or step + 1 == cfg.steps):
+        if d.main and is_point(step + 1, cfg.log_every, cfg.steps):
             elapsed = time.perf_counter() - window_start
             tps = window_tokens / elapsed if elapsed > 0 else 0.0
-            bar.set_postfix(loss=f"{result.curve[-1][1]:.3f}", tok_s=f"{tps:,.0f}")
-            if run is not None:
-                run.log_metrics({**{f"train_{k}": v for k, v in logs_sum.items()}, "lr": lr,
-                                 "tokens_per_s": tps}, step=step + 1)
+            point = train_point(result.curve, window, len(result.curve))
+            window = len(result.curve)
+            bar.set_postfix(loss=f"{point['train/loss']:.3f}", tok_s=f"{tps:,.0f}")
+            curves.log(step + 1, point, {**{f"train_{k}": v for k, v in logs_sum.items()
+                                            if k != "loss"}, "tokens_per_s": tps})
             window_tokens, window_start = 0, time.perf_counter()
         if cfg.eval_every and (step + 1) % cfg.eval_every == 0 and step + 1 < cfg.steps:
             metrics = _evaluate(objective, autocast)
@@ -354,10 +365,7 @@ def train(objective: Objective, cfg: LoopConfig, ckpt_dir: Path, run=None,
             result.eval_seconds.append([step + 1, result.train_seconds])
             if d.main:
                 log_evaluation(desc, step + 1, cfg.steps, metrics, result)
-            if run is not None and d.main:
-                run.log_metrics({**{f"val_{k}" if not k.startswith("val_") else k: v
-                                    for k, v in metrics.items()},
-                                 "train_s": result.train_seconds}, step=step + 1)
+            curves.log(step + 1, val_point(metrics), {"train_s": result.train_seconds})
             model.train()
             if getattr(objective, "should_stop", False):  # early stopping (model selection)
                 break
@@ -365,16 +373,18 @@ def train(objective: Objective, cfg: LoopConfig, ckpt_dir: Path, run=None,
                 and step + 1 < cfg.steps:
             checkpoint(step + 1)
     bar.close()
+    if window < len(result.curve):  # stopped early: the steps since the last point get theirs
+        curves.log(result.steps, train_point(result.curve, window, len(result.curve)))
     if result.evals and result.evals[-1][0] == result.steps:  # stopped early, just evaluated
         result.final_eval = result.evals[-1][1]
-        return result
-    result.final_eval = _evaluate(objective, autocast)
-    result.evals.append([result.steps, result.final_eval])
-    result.eval_seconds.append([result.steps, result.train_seconds])
-    if d.main:
-        log_evaluation(desc, result.steps, cfg.steps, result.final_eval, result)
-    if run is not None and d.main:
-        run.log_metrics({**result.final_eval, "train_s": result.train_seconds}, step=result.steps)
+    else:
+        result.final_eval = _evaluate(objective, autocast)
+        result.evals.append([result.steps, result.final_eval])
+        result.eval_seconds.append([result.steps, result.train_seconds])
+        if d.main:
+            log_evaluation(desc, result.steps, cfg.steps, result.final_eval, result)
+        curves.log(result.steps, val_point(result.final_eval), {"train_s": result.train_seconds})
+    curves.close()
     return result
 
 
@@ -393,29 +403,6 @@ def _evaluate(objective: Objective, autocast) -> dict:
         return objective.evaluate()
 
 
-def write_curve(path: Path, result: TrainResult) -> None:
-    """The loss curve as TSV (a DVC plot): step, train loss, learning rate."""
-    from ctxrep.io import atomic_file
-
-    with atomic_file(path) as f:
-        f.write("step\ttrain_loss\tlr\n")
-        for step, loss, lr in result.curve:
-            f.write(f"{int(step)}\t{loss:.6f}\t{lr:.6g}\n")
-
-
-def write_eval_curve(path: Path, result: TrainResult) -> None:
-    """The held-out curve as TSV (a DVC plot): one row per evaluation (every ``eval_every``
-    steps and at the end), the step and every metric the objective's ``evaluate`` returned."""
-    from ctxrep.io import atomic_file
-
-    keys = sorted({k for _, metrics in result.evals for k in metrics})
-    with atomic_file(path) as f:
-        f.write("\t".join(["step", *keys]) + "\n")
-        for step, metrics in result.evals:
-            f.write("\t".join([str(int(step)), *(f"{metrics[k]:.6g}" if k in metrics else ""
-                                                  for k in keys)]) + "\n")
-
-
 def heldout_curve(result: TrainResult) -> list[dict]:
     """Each evaluation's step, training seconds so far (evaluation time excluded) and metrics."""
     seconds = dict((int(step), s) for step, s in result.eval_seconds)
@@ -432,10 +419,9 @@ def run_key(*parts) -> str:
 
 def publish(ctx, name: str, result: TrainResult, evaluation: dict, n_params: int,
             flops_per_token: float, ckpt_root: Path) -> dict:
-    """What a pretraining stage leaves besides its model, once it has finished: ``metrics/
-    <name>.json`` (``evaluation`` + run totals: the same bytes on every run), its loss curve
-    (``metrics/<name>_curve.tsv``), its held-out curve (``metrics/<name>_val.tsv``) and its
-    compute-ledger entry (with the timings, which differ run to run: among them the held-out
+    """What a pretraining stage leaves besides its model and its curves (``dvclive/<name>/``,
+    written as it trained), once it has finished: ``metrics/<name>.json`` (``evaluation`` + run
+    totals: the same bytes on every run) and its compute-ledger entry (with the timings, which differ run to run: among them the held-out
     curve against training seconds, ``heldout_curve``, for time-to-perplexity comparisons);
     its checkpoints go. ``ctx`` is the stage's :class:`ctxrep.stage.StageContext`."""
     metrics = {**evaluation, "train_tokens": result.train_tokens, "steps": result.steps,
@@ -445,7 +431,5 @@ def publish(ctx, name: str, result: TrainResult, evaluation: dict, n_params: int
                 flops=metrics["train_flops"], train_s=round(result.train_seconds, 1),
                 tokens_per_s=round(result.train_tokens / max(result.train_seconds, 1e-9), 1),
                 heldout_curve=heldout_curve(result))
-    write_curve(Path(f"metrics/{name}_curve.tsv"), result)
-    write_eval_curve(Path(f"metrics/{name}_val.tsv"), result)
     Checkpoints(ckpt_root).clear()
     return metrics

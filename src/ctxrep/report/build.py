@@ -404,12 +404,15 @@ def loss_section(inputs: ReportInputs, figures: dict) -> str:
                     else "train loss (MLM)"}
     fig = plots.loss_curves(inputs.curves, inputs.heldout, references, train_labels)
     if fig is None:
-        return "## Pretraining loss\n\n" + _missing_file("metrics/pretrain_<model>_curve.tsv")
+        return "## Pretraining loss\n\n" + _missing_file(
+            "dvclive/pretrain_<model>/plots/metrics/train/loss.tsv")
     figures["pretraining_loss.png"] = fig
     return "\n".join([
         "## Pretraining loss", "",
-        "Training loss per step (faint) and its moving mean, with the held-out evaluations "
-        "(`metrics/pretrain_<model>_val.tsv`) as points. biLM: perplexity on a log scale; its "
+        "Training loss (faint: each point the mean over the steps since the previous one, "
+        "`log_every`) and its moving mean, with the held-out evaluations "
+        "(`dvclive/pretrain_<model>/plots/metrics/val/`) as points. biLM: perplexity on a log "
+        "scale; its "
         "training loss (the mean of the two directions' per-token NLL) is shown as exp(loss), "
         "which with a sampled softmax is below the exact perplexity that the held-out points "
         "and the unigram model's line (dashed) measure. BERT: the training loss adds the NSP "

@@ -8,8 +8,8 @@ Paths (relative to the repo root):
 
     metrics/tokenize.json, metrics/pretrain_bilm.json, metrics/pretrain_bert.json,
     metrics/pretrain_static.json (the static word vectors: no curve)
-    metrics/pretrain_{bilm,bert}_curve.tsv            header: step  train_loss  lr
-    metrics/pretrain_{bilm,bert}_val.tsv              header: step  <held-out metric>...
+    dvclive/pretrain_{bilm,bert}/plots/metrics/       DVCLive histories (ctxrep.curves):
+        train/loss.tsv, val/<metric>.tsv              header: step  <name>
     metrics/transfer/<task>/<method>.json             one transfer cell (a CellRecord)
     metrics/baselines/<task>.json                     the task's trivial baselines
     data/predictions/<task>/<method>/seed<N>.json     a cell's predictions, one file per seed
@@ -38,6 +38,7 @@ PRETRAIN_MODELS = ("bilm", "bert")
 COMPUTE_DIR = Path("reports/compute")  # written by ctxrep.stage
 WEIGHTS_DIR = Path("reports/weights")  # written by the pretraining stages (ctxrep.published)
 PROBE_MODELS = ("bilm", "bert")
+LIVE_DIR = Path("dvclive")  # the training runs' DVCLive folders (ctxrep.curves)
 
 
 def read_json(path: Path) -> dict | None:
@@ -55,29 +56,10 @@ def read_json(path: Path) -> dict | None:
 
 @dataclass
 class Curve:
-    """A pretraining loss curve."""
+    """A pretraining loss curve: each point the mean training loss since the previous one."""
 
     steps: list[int]
     train_loss: list[float]
-
-
-def read_curve(path: Path) -> Curve | None:
-    """``step<TAB>train_loss<TAB>lr`` rows; ``None`` when the file does not exist."""
-    if not path.exists():
-        return None
-    with open(path, newline="") as f:
-        rows = list(csv.reader(f, delimiter="\t"))
-    if not rows or rows[0][:2] != ["step", "train_loss"]:
-        raise ReportInputError(path, "expected the header 'step<TAB>train_loss<TAB>lr'")
-    curve = Curve([], [])
-    for line, row in enumerate(rows[1:], start=2):
-        try:
-            curve.steps.append(int(row[0]))
-            curve.train_loss.append(float(row[1]))
-        except (IndexError, ValueError) as e:
-            raise ReportInputError(path, f"line {line}: expected an integer step and a loss, "
-                                         f"got {row!r}") from e
-    return curve
 
 
 @dataclass
@@ -89,29 +71,46 @@ class EvalCurve:
     metrics: dict[str, list[float]]
 
 
-def read_eval_curve(path: Path) -> EvalCurve | None:
-    """``step<TAB><metric>...`` rows (``pretraining.loop.write_eval_curve``; an import writes
-    the header ``step`` alone); ``None`` when the file does not exist."""
-    if not path.exists():
-        return None
+def read_live_history(path: Path) -> dict[int, float]:
+    """One DVCLive history file (``plots/metrics/<name>.tsv``: ``step<TAB><name>`` rows, maybe a
+    ``timestamp`` column): step -> value ("nan" / "inf" as DVCLive writes them)."""
     with open(path, newline="") as f:
         rows = list(csv.reader(f, delimiter="\t"))
-    if not rows or rows[0][:1] != ["step"]:
-        raise ReportInputError(path, "expected a header starting with 'step'")
-    keys = rows[0][1:]
-    curve = EvalCurve([], {k: [] for k in keys})
+    name = path.stem
+    if not rows or "step" not in rows[0] or name not in rows[0]:
+        raise ReportInputError(path, f"expected a DVCLive header with 'step' and {name!r}")
+    i, j = rows[0].index("step"), rows[0].index(name)
+    history = {}
     for line, row in enumerate(rows[1:], start=2):
-        if len(row) != len(rows[0]):
-            raise ReportInputError(path, f"line {line}: {len(row)} fields for "
-                                         f"{len(rows[0])} columns")
         try:
-            curve.steps.append(int(row[0]))
-            for key, value in zip(keys, row[1:]):
-                curve.metrics[key].append(float(value) if value else float("nan"))
-        except ValueError as e:
-            raise ReportInputError(path, f"line {line}: expected an integer step and numbers, "
+            history[int(row[i])] = float(row[j])
+        except (IndexError, ValueError) as e:
+            raise ReportInputError(path, f"line {line}: expected an integer step and a number, "
                                          f"got {row!r}") from e
-    return curve
+    return history
+
+
+def read_curve(folder: Path) -> Curve | None:
+    """The training loss of a DVCLive folder (``plots/metrics/train/loss.tsv``, written by
+    :mod:`ctxrep.curves`); ``None`` when the folder does not exist, an empty curve when the
+    run trained nothing (an import)."""
+    if not folder.is_dir():
+        return None
+    path = folder / "plots" / "metrics" / "train" / "loss.tsv"
+    history = read_live_history(path) if path.exists() else {}
+    return Curve(sorted(history), [history[s] for s in sorted(history)])
+
+
+def read_eval_curve(folder: Path) -> EvalCurve | None:
+    """Every held-out metric of a DVCLive folder (``plots/metrics/val/<name>.tsv``) joined on
+    step, as ``val_<name>``; ``None`` when the folder does not exist."""
+    if not folder.is_dir():
+        return None
+    histories = {f"val_{p.stem}": read_live_history(p)
+                 for p in sorted((folder / "plots" / "metrics" / "val").glob("*.tsv"))}
+    steps = sorted({s for h in histories.values() for s in h})
+    return EvalCurve(steps, {k: [h.get(s, float("nan")) for s in steps]
+                             for k, h in histories.items()})
 
 
 def read_cell(path: Path) -> CellRecord:
@@ -333,8 +332,8 @@ def load_inputs(root: Path | str, tasks: list[str], methods: list[str],
         pretrain={**{m: read_json(metrics / f"pretrain_{m}.json") for m in (*PRETRAIN_MODELS,
                                                                               "static")},
                   "bert-published": read_json(metrics / "import_bert.json")},
-        curves={m: read_curve(metrics / f"pretrain_{m}_curve.tsv") for m in PRETRAIN_MODELS},
-        heldout={m: read_eval_curve(metrics / f"pretrain_{m}_val.tsv") for m in PRETRAIN_MODELS},
+        curves={m: read_curve(root / LIVE_DIR / f"pretrain_{m}") for m in PRETRAIN_MODELS},
+        heldout={m: read_eval_curve(root / LIVE_DIR / f"pretrain_{m}") for m in PRETRAIN_MODELS},
         transfer=transfer,
         probes={m: read_probe(metrics / "probe" / f"{m}.json") for m in PROBE_MODELS},
         probe_predictions=read_probe_predictions(root),

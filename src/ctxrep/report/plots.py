@@ -67,7 +67,7 @@ def save_png(fig: Figure, path: Path | str) -> None:
         f.write(png_bytes(fig))
 
 
-# What each pretrained model's held-out curve is plotted as: (``*_val.tsv`` column, label,
+# What each pretrained model's held-out curve is plotted as: (held-out metric, label,
 # whether the panel's y axis is perplexity (log scale: the train loss as exp(loss)) or loss).
 HELDOUT = {"bilm": ("val_ppl", "held-out perplexity (full softmax)", True),
            "bert": ("val_mlm_loss", "held-out MLM loss", False)}
@@ -84,8 +84,8 @@ def moving_mean(values: list[float], window: int) -> np.ndarray:
 def loss_curves(curves: dict[str, Curve | None], heldout: dict[str, EvalCurve | None] | None = None,
                 references: dict[str, dict[str, float]] | None = None,
                 train_labels: dict[str, str] | None = None) -> Figure | None:
-    """One panel per pretrained model: the training loss against step (per step, faint, and a
-    moving mean), the held-out evaluations (``heldout``: model -> its ``*_val.tsv``) as points,
+    """One panel per pretrained model: the training loss against step (faint, and a moving
+    mean), the held-out evaluations (``heldout``: model -> its held-out curve) as points,
     and horizontal reference lines (``references``: model -> label -> value in the panel's
     units, e.g. the unigram model's perplexity). A model whose held-out curve is a perplexity
     (``HELDOUT``) gets a log-scale perplexity axis with the train loss as exp(loss)."""
@@ -106,7 +106,7 @@ def loss_curves(curves: dict[str, Curve | None], heldout: dict[str, EvalCurve | 
         window = max(1, len(loss) // 40)
         if window > 1:
             ax.plot(curve.steps[window - 1:], show(moving_mean(loss, window)), linewidth=1.2,
-                    color="tab:blue", label=f"{train} (mean of {window} steps)")
+                    color="tab:blue", label=f"{train} (moving mean of {window} points)")
         else:
             ax.lines[-1].set(alpha=1.0, label=train)
         if points:

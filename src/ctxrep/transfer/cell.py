@@ -72,13 +72,14 @@ def input_paths(task: str, method: str, p=None) -> list[Path]:
 
 
 def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None,
-             train_fraction: float = 1.0) -> Cell:
+             train_fraction: float = 1.0, live_root: Path | None = None) -> Cell:
     """Train and evaluate ``method`` on ``task`` for every seed of ``common``, on
     ``train_fraction`` of the training examples (a nested subset; the dev split stays whole);
     the cell carries each seed's predictions for :mod:`ctxrep.transfer.predictions`. With
     ``run`` (the cell's :class:`ctxrep.tracking.StageRun`), each seed logs its curves and
     ``eval_<score>`` to a nested run of its own, and the cell's run gets ``eval_<score>_mean``
-    / ``_std``."""
+    / ``_std``. With ``live_root``, each seed's curves go to its DVCLive folder
+    ``<live_root>/seed<N>``."""
     task_spec = spec(task)
     seeds = getattr(p, "seeds", None) or common.seeds  # a fine-tuning method may run fewer
     header = {"task": task, "method": method, "kind": task_spec.kind, "metric": task_spec.metric,
@@ -123,12 +124,14 @@ def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None,
             if method in config.FEATURE_METHODS:
                 result = run_feature_transfer(kind, task_spec.metrics, method, store, splits,
                                               eval_split, n_labels(kind, splits["train"]), p, seed, ckpt, train_idx,
-                                              dev_idx, common.patience, seed_run, vectors)
+                                              dev_idx, common.patience, seed_run, vectors,
+                                              live_dir=live_root and live_root / f"seed{seed}")
             else:
                 result = run_finetune(kind, task_spec.metrics, splits, eval_split,
                                       Path(config.BERT_MODELS[p.bert]),
                                       method == "bert-finetune", p, seed, ckpt, train_idx,
-                                      dev_idx, common.patience, seed_run)
+                                      dev_idx, common.patience, seed_run,
+                                      live_dir=live_root and live_root / f"seed{seed}")
             if seed_run is not None:
                 seed_run.log_metrics({**{f"eval_{k}": v for k, v in result.scores.items()},
                                       "best_epoch": result.best_epoch})

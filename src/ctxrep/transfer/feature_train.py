@@ -150,9 +150,10 @@ class FeatureTaskObjective(SelectsOnDev):
 def run_feature_transfer(kind: str, metric: str | Sequence[str], method: str, store: FeatureStore | None,
                          splits: dict, eval_split: str, n_labels: int, p, seed: int,
                          ckpt_dir: Path, train_idx: list[int], dev_idx: list[int], patience: int,
-                         run=None, vectors: WordVectors | None = None) -> SeedResult:
+                         run=None, vectors: WordVectors | None = None,
+                         live_dir: Path | None = None) -> SeedResult:
     """Train ``method`` on ``store``'s model features and/or the word ``vectors`` (x_k), select
-    its epoch on dev, score it on ``eval_split``."""
+    its epoch on dev, score it on ``eval_split``. Curves go to ``run`` and ``live_dir``."""
     torch.manual_seed(seed)
     n_layers, dim = (store.n_layers, store.dim) if store is not None else (0, 0)
     model = build_model(kind, method, n_layers, dim, n_labels, p,
@@ -166,7 +167,8 @@ def run_feature_transfer(kind: str, metric: str | Sequence[str], method: str, st
     cfg = LoopConfig(steps=steps, lr=p.lr, weight_decay=0.0, warmup_fraction=0.0,
                      schedule="linear", grad_clip=p.grad_clip, checkpoint_every=steps_per_epoch,
                      eval_every=steps_per_epoch, log_every=max(1, steps // 20), seed=seed)
-    result = train(objective, cfg, ckpt_dir, run, desc=f"{method} seed {seed}")
+    result = train(objective, cfg, ckpt_dir, run, desc=f"{method} seed {seed}",
+                   live_dir=live_dir)
     Checkpoints(ckpt_dir).clear()
     objective.selection.restore()
     model.eval()

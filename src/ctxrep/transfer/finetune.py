@@ -190,10 +190,11 @@ def remove_checkpoints(ckpt_dir: Path) -> None:
 def run_finetune(kind: str, metric: str | Sequence[str], splits: dict, eval_split: str, model_dir: Path,
                  pretrained: bool, p: FinetuneTransferParams, seed: int, ckpt_dir: Path,
                  train_idx: list[int], dev_idx: list[int], patience: int,
-                 run=None, device=None) -> SeedResult:
+                 run=None, device=None, live_dir: Path | None = None) -> SeedResult:
     """Fine-tune BERT from ``model_dir`` (``pretrained``) or from a seeded random init of the
     same config on the ``train_idx`` rows of ``splits["train"]``, select the best epoch on its
     ``dev_idx`` rows, and score ``splits[eval_split]`` with ``metric`` once, at the end.
+    Curves go to ``run`` (MLflow) and ``live_dir`` (DVCLive).
 
     ``steps ≤ epochs * ceil(train features / batch_size)`` (features = examples, or context
     windows for span QA; early stopping may end sooner). A checkpoint is written to
@@ -245,7 +246,8 @@ def run_finetune(kind: str, metric: str | Sequence[str], splits: dict, eval_spli
                                   metric, p.batch_size, seed, tokenizer.token_to_id("[PAD]"),
                                   device, patience)
     result = train(objective, loop_config, Path(ckpt_dir), run,
-                   desc=f"{'bert-finetune' if pretrained else 'bert-scratch'} {kind}")
+                   desc=f"{'bert-finetune' if pretrained else 'bert-scratch'} {kind}",
+                   live_dir=live_dir)
     remove_checkpoints(Path(ckpt_dir))
     objective.selection.restore()
     model.eval()
