@@ -2,6 +2,32 @@
 #   make repro [PROFILE=tiny]   create .venv, install, run the DVC pipeline on a profile
 #   make test                   create .venv if needed, run the test suite
 SHELL := /bin/bash
+
+# Values given on the command line or in the environment are checked before anything uses them
+# (only $(origin) and $(value) look at them here: $(value) never expands a `$(shell ...)`).
+# - pasted into a recipe, where bash parses them: one word of letters, digits and / . _ - + : , @ % ~ =
+#   (`make exp-show 'DVC=touch X; true'` would run `touch X`);
+# - exported to the recipes' environment only (PROFILE, PYTEST_ARGS, ...): no `$`, which make
+#   itself would expand (`make repro 'PROFILE=$(shell touch X)'` would run `touch X`).
+# PROFILE is then checked by ctxrep.repro; PYTEST_ARGS reaches pytest as PYTEST_ADDOPTS, which
+# pytest splits itself, with no shell in between.
+PASTED_VARS := VENV BIN STAMP DVC PYTHON UV_VERSION PUBLISHED TEST_WORKERS PARAM_SECTIONS
+EXPORTED_VARS := PROFILE PYTEST_ARGS CTXREP_DATA_MIRROR HF_HUB_OFFLINE HF_DATASETS_OFFLINE \
+  TOKENIZERS_PARALLELISM DVC_SITE_CACHE_DIR MLFLOW_DISABLE_TELEMETRY
+SAFE_CHARS := a b c d e f g h i j k l m n o p q r s t u v w x y z \
+  A B C D E F G H I J K L M N O P Q R S T U V W X Y Z 0 1 2 3 4 5 6 7 8 9 / . _ - + : , @ % ~ =
+# $(call strip_chars,TEXT,CHARS): TEXT without any of CHARS (a list of single characters)
+strip_chars = $(if $(2),$(call strip_chars,$(subst $(firstword $(2)),,$(1)),$(wordlist 2,$(words $(2)),$(2))),$(1))
+given = $(filter command line environment environment override override,$(origin $(1)))
+# PARAM_SECTIONS is a regular expression's alternation: `|` is allowed there, inside quotes.
+allowed_chars = $(SAFE_CHARS)$(if $(filter PARAM_SECTIONS,$(1)), |)
+unsafe = $(or $(strip $(call strip_chars,$(value $(1)),$(call allowed_chars,$(1)))),$(filter-out 1,$(words $(value $(1)))))
+checked := $(foreach v,$(PASTED_VARS),$(if $(call given,$(v)),$(if $(call unsafe,$(v)),$(error \
+  $(v)='$(value $(v))' refused: a value that make pastes into a shell command must be one word of \
+  letters, digits and / . _ - + : , @ % ~ = (nothing else is ever run))))) \
+$(foreach v,$(EXPORTED_VARS),$(if $(call given,$(v)),$(if $(findstring $$,$(value $(v))),$(error \
+  $(v)='$(value $(v))' refused: make would expand its `$$` (write $$$$ for a literal $$))))))
+
 PROFILE ?= default
 PYTHON ?= python3
 VENV := .venv
@@ -58,13 +84,16 @@ repro: $(STAMP) $(PUBLISHED)/model.safetensors
 # The whole suite, pipeline runs included (CI runs it; see README, "Testing"), on TEST_WORKERS
 # pytest-xdist workers: a stage is mostly single-threaded start-up, so two workers use two cores.
 # PYTEST_ARGS adds pytest options, e.g. PYTEST_ARGS="--durations=25" or PYTEST_ARGS="-k share".
+# PYTEST_ARGS reaches pytest through the environment (PYTEST_ADDOPTS, split by pytest, quotes
+# and all), never through the shell.
 TEST_WORKERS ?= 2
+export PYTEST_ARGS
 test: $(STAMP) $(PUBLISHED)/model.safetensors
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) $(PYTEST_ARGS)
+	PYTEST_ADDOPTS="$${PYTEST_ADDOPTS:-} $${PYTEST_ARGS:-}" $(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
 # The edit-test loop: every test that runs no pipeline (pipeline and stage runs are marked slow).
 test-fast: $(STAMP) $(PUBLISHED)/model.safetensors
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m "not slow" $(PYTEST_ARGS)
+	PYTEST_ADDOPTS="$${PYTEST_ADDOPTS:-} $${PYTEST_ARGS:-}" $(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m "not slow"
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_tokenize.py

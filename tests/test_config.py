@@ -157,3 +157,71 @@ def test_pre_ln_bert_is_refused_before_pretraining_not_at_export():
     # would waste the whole pretraining run.
     with pytest.raises(ParamError, match=r"pretrain_bert.pre_layer_norm.*Hugging Face"):
         config.defaults("pretrain_bert", pre_layer_norm=True)
+
+
+@pytest.mark.parametrize("path,overrides,key,expected", [
+    ("pretrain_bilm", {"steps": 99999999999999999999}, "pretrain_bilm.steps", "<= 100,000,000"),
+    ("pretrain_bert", {"batch_size": 10**9}, "pretrain_bert.batch_size", "<= 65,536"),
+    ("pretrain_bilm", {"seed": 2**32}, "pretrain_bilm.seed", "<= 4,294,967,295"),
+    ("pretrain_bilm", {"filters": [[1, 32], [2, 10**7]]}, "pretrain_bilm.filters", "<= 65,536"),
+    ("pretrain_bilm", {"filters": [[0, 32]]}, "pretrain_bilm.filters", ">= 1"),
+    ("pretrain_static", {"epochs": 10**6}, "pretrain_static.epochs", "<= 1,000"),
+    ("data", {"corpus_max_docs": 10**12}, "data.corpus_max_docs", "<= 1,000,000,000"),
+    ("transfer.elmo", {"batch_size": 10**6}, "transfer.elmo.batch_size", "<= 65,536"),
+    ("transfer.bert-finetune", {"epochs": 10**5}, "transfer.bert-finetune.epochs", "<= 1,000"),
+    ("transfer.common", {"seeds": [0, 2**33]}, "transfer.common.seeds", "<= 4,294,967,295"),
+    ("transfer.common", {"seeds": list(range(101))}, "transfer.common.seeds", "at most 100"),
+    ("probe", {"max_train_words": 10**10}, "probe.max_train_words", "<= 1,000,000,000"),
+])
+def test_absurd_values_are_refused_naming_the_param(path, overrides, key, expected):
+    with pytest.raises(ParamError) as e:
+        config.defaults(path, **overrides)
+    assert e.value.key == key and expected in str(e.value)
+
+
+def test_an_absurd_command_line_value_stops_composition_before_any_stage(tmp_path):
+    # `dvc exp run -S pretrain_bilm.steps=99999999999999999999` composes; validation refuses it
+    compose(tmp_path, "tiny", "pretrain_bilm.steps=99999999999999999999")
+    with pytest.raises(ParamError, match=r"pretrain_bilm\.steps.*<= 100,000,000"):
+        config.read_params(tmp_path)
+
+
+def test_a_train_cap_that_leaves_nothing_to_train_on_is_refused_at_composition(tmp_path):
+    """`max_train_examples=1`: the one example is carved off as dev. Refused when params are
+    validated (`make repro`'s check, the first stage), not by baseline@<task> after fetch and
+    extract have run."""
+    compose(tmp_path, "tiny", "transfer.common.max_train_examples=1")
+    with pytest.raises(ParamError) as e:
+        config.read_params(tmp_path)
+    assert e.value.key == "transfer.common.max_train_examples"
+    assert "at least 2" in str(e.value) and "dev_fraction" in str(e.value)
+    # the same rule as the split itself (ctxrep.transfer.selection.train_dev_indices)
+    from ctxrep.errors import InputError
+    from ctxrep.transfer.selection import train_dev_indices
+
+    for n in range(1, 40):
+        for fraction in (0.01, 0.2, 0.49):
+            try:
+                config.defaults("transfer.common", max_train_examples=n, dev_fraction=fraction)
+                refused = False
+            except ParamError:
+                refused = True
+            try:
+                train_dev_indices(n, fraction)
+                fails = False
+            except InputError:
+                fails = True
+            assert refused == fails, (n, fraction)
+    assert config.defaults("transfer.common", max_train_examples=0).max_train_examples == 0
+
+
+def test_make_repro_refuses_a_bad_cap_before_dvc_runs(tmp_path):
+    (tmp_path / "repo").mkdir()
+    repo = scratch_repo(tmp_path / "repo")
+    (repo / "conf/profile/tiny.yaml").write_text(
+        (repo / "conf/profile/tiny.yaml").read_text().replace("max_train_examples: 64",
+                                                              "max_train_examples: 1"))
+    proc = subprocess.run([sys.executable, "-m", "ctxrep.config", "check", "tiny"], cwd=repo,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    assert "transfer.common.max_train_examples" in proc.stderr and "Traceback" not in proc.stderr

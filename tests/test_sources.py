@@ -52,8 +52,9 @@ def test_missing_mirror_file_is_named(tiny_mirror, tmp_path, monkeypatch):
     shutil.copytree(tiny_mirror, mirror)
     (mirror / "tasks/sst/stsa.fine.dev").unlink()
     monkeypatch.setenv("CTXREP_DATA_MIRROR", str(mirror))
-    with pytest.raises(sources.Unavailable, match=r"missing under .*: tasks/sst/stsa.fine.dev"):
-        sources.resolve(registry.get("sst5"), "mirror")
+    for source in ("mirror", "auto"):  # set on purpose: an error, never the next location
+        with pytest.raises(sources.DataError, match=r"missing .*/tasks/sst/stsa.fine.dev"):
+            sources.resolve(registry.get("sst5"), source)
 
 
 def test_broken_mirror_file_stops_and_leaves_nothing(tiny_mirror, tmp_path, monkeypatch):
@@ -206,3 +207,141 @@ def test_ctxrep_fixture_cuts_whole_records_from_the_head_of_each_mirror_file(mir
     assert fixture.head_lines(["h\n", "a\n", "b\n", "c\n"], 2) == ["h\n", "a\n"]
     with pytest.raises(sources.DataError, match="JSON file cannot be cut"):
         fixture.write_fixture("squad", out)
+
+
+# A mirror that is set but wrong is an error naming the folder and the files expected, at every
+# entry point the stages use (locate_data: ``locate``; fetch_*: ``fetch``); the fallbacks (the
+# public-domain corpus, "unavailable" tasks) are for a machine with no mirror set (issue 28).
+
+def _stops_naming(pattern, name="wikipedia", tmp_path=None):
+    spec = registry.get(name)
+    for call in (lambda: sources.resolve(spec, "auto"), lambda: sources.locate(spec, "auto"),
+                 lambda: sources.fetch(spec, "auto", {}, tmp_path / "out", verify_sha256=False)):
+        with pytest.raises(sources.DataError, match=pattern):
+            call()
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_mirror_one_level_too_high_is_an_error_that_names_the_subfolder(tiny_mirror, tmp_path,
+                                                                          monkeypatch):
+    import re
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "data").symlink_to(tiny_mirror)  # CTXREP_DATA_MIRROR=/work/shared, not …/data
+    (shared / "hooks").mkdir()
+    monkeypatch.setenv("CTXREP_DATA_MIRROR", str(shared))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    for name, expected in (("wikipedia", "corpus/wikipedia-en/wiki_*.txt.gz"),
+                           ("sst2", "tasks/sst/stsa.binary.train")):
+        _stops_naming(rf"^{re.escape(str(shared))}: .*does not hold {name}: none of its files.*"
+                      rf"{re.escape(str(shared / expected))}.*did you mean "
+                      rf"\$CTXREP_DATA_MIRROR={re.escape(str(shared / 'data'))}\?",
+                      name, tmp_path)
+
+
+def test_an_empty_mirror_folder_is_an_error_naming_it(tmp_path, monkeypatch):
+    import re
+
+    empty = tmp_path / "empty-mirror"
+    empty.mkdir()
+    monkeypatch.setenv("CTXREP_DATA_MIRROR", str(empty))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    for name, expected in (("wikipedia", "corpus/wikipedia-en/wiki_*.txt.gz"),
+                           ("conll2003", "tasks/conll2003/train.txt")):
+        _stops_naming(rf"^{re.escape(str(empty))}: .*does not hold {name}: the folder is empty "
+                      rf"\(expected .*{re.escape(str(empty / expected))}", name, tmp_path)
+
+
+def test_a_partial_mirror_is_an_error_for_the_data_set_it_breaks_only(tiny_mirror, tmp_path,
+                                                                      monkeypatch):
+    """One SST-2 file missing: SST-2 stops naming the file; a data set whose files are all
+    there (SST-5, the corpus) is still served, and so is one when another task's folder is gone
+    altogether (a task a profile does not fetch need not be in the mirror)."""
+    import re
+    import shutil
+
+    mirror = tmp_path / "partial"
+    shutil.copytree(tiny_mirror, mirror)
+    (mirror / "tasks/sst/stsa.binary.dev").unlink()
+    shutil.rmtree(mirror / "tasks/squad")
+    monkeypatch.setenv("CTXREP_DATA_MIRROR", str(mirror))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    _stops_naming(rf"^{re.escape(str(mirror))}: .*does not hold sst2: missing "
+                  rf"{re.escape(str(mirror / 'tasks/sst/stsa.binary.dev'))} \(1 of its 3 "
+                  rf"registered files: an incomplete copy", "sst2", tmp_path)
+    for name in ("sst5", "wikipedia"):
+        assert sources.resolve(registry.get(name), "auto").kind == "mirror", name
+    squad = re.escape(str(mirror / "tasks/squad/dev-v1.1.json"))
+    with pytest.raises(sources.DataError, match=squad):
+        sources.locate(registry.get("squad"), "auto")  # only if the run fetches it
+
+
+@pytest.mark.parametrize("unset", ["absent", "empty string"])
+def test_no_mirror_set_still_falls_back_to_the_corpus_package_and_unavailable_tasks(
+        unset, monkeypatch, tmp_path):
+    if unset == "absent":
+        monkeypatch.delenv("CTXREP_DATA_MIRROR", raising=False)
+    else:
+        monkeypatch.setenv("CTXREP_DATA_MIRROR", "")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    corpus = sources.locate(registry.get("wikipedia"), "auto")
+    assert corpus["available"] and corpus["source"] == "package"
+    task = sources.locate(registry.get("sst2"), "auto")
+    assert not task["available"] and "CTXREP_DATA_MIRROR is not set" in task["reason"]
+    manifest = sources.fetch(registry.get("wikipedia"), "auto", {}, tmp_path / "c", max_rows=2)
+    assert manifest["source"] == "package" and "OFFLINE FALLBACK" in manifest["fallback"]
+
+
+@pytest.mark.slow
+def test_locate_data_exits_2_on_a_partial_mirror_but_not_for_a_task_the_run_does_not_fetch(
+        tiny_mirror, tmp_path):
+    import shutil
+
+    from tests.conftest import run_stage, scratch_repo
+
+    repo = scratch_repo(tmp_path, "tiny", ["tasks=[sst2,ud_pos]"])
+    fetched = yaml_tasks(repo)
+    assert fetched == ["sst2", "ud_pos"]
+    mirror = tmp_path / "mirror"
+    shutil.copytree(tiny_mirror, mirror)
+    unused = "conll2003"
+    shutil.rmtree(mirror / "tasks/conll2003")  # a task the run does not fetch: not needed
+    env = {"CTXREP_DATA_MIRROR": str(mirror), "HF_HUB_OFFLINE": "1"}
+    proc = run_stage(repo, "locate_data.py", env=env, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    located = json.loads((repo / "data/sources.json").read_text())
+    assert unused not in located and all(e["source"] == "mirror" for e in located.values())
+    (mirror / "tasks/sst/stsa.binary.dev").unlink()
+    proc = run_stage(repo, "locate_data.py", env=env, check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert f"{mirror / 'tasks/sst/stsa.binary.dev'}" in proc.stderr
+
+
+def yaml_tasks(repo):
+    import yaml
+
+    return yaml.safe_load((repo / "params.yaml").read_text())["tasks"]
+
+
+def test_a_mirror_lacking_a_data_set_defers_to_a_reachable_hub_but_never_to_a_fallback(
+        tiny_mirror, tmp_path, monkeypatch):
+    """`auto` with the Hub up: a data set the set mirror holds none of is read from the Hub (the
+    same data); one with no Hub entry (the corpus) stops rather than use the package fallback,
+    and a partial copy stops whatever the Hub."""
+    import shutil
+
+    monkeypatch.setattr(sources, "hub_reachable", lambda timeout=2.0: True)
+    monkeypatch.setenv("CTXREP_DATA_MIRROR", str(tmp_path))  # one level above the mirror
+    shutil.copytree(tiny_mirror, tmp_path / "data")
+    res = sources.resolve(registry.get("sst2"), "auto")
+    assert res.kind == "hub" and "did you mean" in res.skipped[0]
+    with pytest.raises(sources.MirrorLacks, match=r"did you mean .*/data\?"):
+        sources.resolve(registry.get("wikipedia"), "auto")  # no Hub entry: never sotu
+    with pytest.raises(sources.MirrorLacks):
+        sources.resolve(registry.get("sst2"), "mirror")  # the mirror alone was asked for
+    monkeypatch.setenv("CTXREP_DATA_MIRROR", str(tmp_path / "data"))
+    (tmp_path / "data/tasks/sst/stsa.binary.test").unlink()
+    with pytest.raises(sources.DataError, match="stsa.binary.test") as e:
+        sources.resolve(registry.get("sst2"), "auto")
+    assert not isinstance(e.value, sources.MirrorLacks)

@@ -1,5 +1,6 @@
-"""MLflow runs: a stage killed with -9 cannot end its own run; the next start of it does, and
-closes the pipeline run the dead stage left open."""
+"""MLflow runs: a stage killed with -9 cannot end its own run; the next stage to start (of any
+stage, so also when the killed one is skipped or restored from the run cache) does, and closes
+the pipeline run the dead stage left open. Also: a stage that fills the disk says so."""
 
 import os
 import subprocess
@@ -31,7 +32,7 @@ def test_a_run_left_running_by_kill_9_is_marked_killed_by_the_next_start(tmp_pat
 
     with tracking.stage_run("tokenize"):
         pass
-    with tracking.stage_run("pretrain_bilm"):  # another stage's runs are not its business
+    with tracking.stage_run("pretrain_bilm"):
         pass
     stages = {r.info.run_id: r.info.status
               for r in client.search_runs([exp.experiment_id], "tags.run_kind = 'stage'")}
@@ -114,3 +115,140 @@ def test_a_no_op_check_leaves_no_run_and_no_empty_pipeline_run(tmp_path, monkeyp
     (stage,) = client.search_runs([exp.experiment_id], "tags.run_kind = 'stage'")
     assert stage.data.tags["stage"] == "tokenize"
     assert stage.data.tags["mlflow.parentRunId"] == pipeline.info.run_id
+
+
+def test_runs_of_dead_processes_are_closed_at_the_next_pipeline_run_whatever_stage(
+        tmp_path, monkeypatch):
+    """`pretrain_bilm` killed with -9 inside a nested run; the next pipeline run skips it (the
+    run cache restores it) and runs only `locate_data`: the dead runs end KILLED all the same.
+    Runs whose owner is alive, or on another host, are left RUNNING; a reused pid is not
+    mistaken for the owner."""
+    import mlflow
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    env = {**os.environ, "MLFLOW_TRACKING_URI": uri, "CTXREP_PIPELINE_RUN": "first"}
+    killed = ("import os\nfrom ctxrep import tracking\n"
+              "with tracking.stage_run('pretrain_bilm') as run, run.child('seed 0'):\n"
+              "    os.kill(os.getpid(), 9)\n")
+    proc = subprocess.run([sys.executable, "-c", killed], cwd=tmp_path, env=env)
+    assert proc.returncode == -9
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name("ctxrep")
+    dead = client.search_runs([exp.experiment_id], "attributes.status = 'RUNNING'")
+    assert len(dead) == 3  # the pipeline run, the stage run and its nested run
+    assert all(r.data.tags["pid"] == dead[0].data.tags["pid"] for r in dead)
+
+    from ctxrep import tracking
+
+    def running(name, **tags):
+        return client.create_run(exp.experiment_id, run_name=name,
+                                 tags={"run_kind": "stage", "stage": name, **tags}).info.run_id
+
+    me = tracking.owner_tags()
+    elsewhere = running("extract", host="another-host", pid="999999999", pid_start="1.000")
+    alive = running("tokenize", **me)
+    reused = running("probe", **{**me, "pid_start": "12345.000"})
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.setenv("CTXREP_PIPELINE_RUN", "second")
+    with tracking.stage_run("locate_data") as now:
+        pipeline = client.get_run(now.parent_id)
+        assert pipeline.data.tags["pid"] == me["pid"] and pipeline.data.tags["host"] == me["host"]
+    status = lambda run_id: client.get_run(run_id).info.status  # noqa: E731
+    assert [status(r.info.run_id) for r in dead] == ["KILLED"] * 3
+    assert status(reused) == "KILLED"
+    assert status(elsewhere) == "RUNNING" and status(alive) == "RUNNING"
+    assert status(now.run_id) == "FINISHED" and status(now.parent_id) == "FINISHED"
+
+
+def _stage_that_fills_the_disk(tmp_path, monkeypatch, exc):
+    """Run stage `tokenize` (its MLflow run in a store in ``tmp_path``) whose write raises
+    ``exc``, as torch.save and open() do on a full disk; return its SystemExit and the log."""
+    import shutil
+
+    import torch
+
+    from ctxrep import stage as stage_module
+    from tests.conftest import REPO
+
+    shutil.copy2(REPO / "params.yaml", tmp_path / "params.yaml")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    monkeypatch.setenv("CTXREP_PIPELINE_RUN", "full-disk")
+
+    def full(*args, **kwargs):
+        raise exc
+
+    monkeypatch.setattr(torch, "save", full)
+    messages = []
+    monkeypatch.setattr(stage_module.log, "error", lambda fmt, *a: messages.append(fmt % a))
+    try:
+        with stage_module.stage("tokenize", "tokenize") as ctx:
+            torch.save({"w": torch.zeros(2)}, "data/model.pt")
+    except SystemExit as e:
+        return e, messages, ctx
+    raise AssertionError("the stage did not stop")
+
+
+def test_a_full_disk_is_one_line_naming_the_file_and_exit_28(tmp_path, monkeypatch):
+    import errno
+
+    import mlflow
+
+    exc = OSError(errno.ENOSPC, "No space left on device", "data/model.pt")
+    stopped, messages, ctx = _stage_that_fills_the_disk(tmp_path, monkeypatch, exc)
+    assert stopped.code == errno.ENOSPC == 28
+    where = tmp_path / "data"
+    assert messages == [f"tokenize: no space left on device while writing data/model.pt: free "
+                        f"space (df -h {where}) and rerun; completed outputs are kept"]
+    run = mlflow.MlflowClient(os.environ["MLFLOW_TRACKING_URI"]).get_run(ctx.run.run_id)
+    assert run.info.status == "FAILED"  # not left RUNNING
+
+
+def test_torch_save_on_a_full_disk_says_the_disk_is_full(tmp_path, monkeypatch):
+    # what torch.save raises when its zip writer meets ENOSPC: nothing says "disk"
+    exc = RuntimeError("[enforce fail at inline_container.cc:626] . unexpected pos 64 vs 0")
+    stopped, messages, _ = _stage_that_fills_the_disk(tmp_path, monkeypatch, exc)
+    assert stopped.code == 28
+    assert messages == [f"tokenize: no space left on device while writing its outputs: free "
+                        f"space (df -h {tmp_path}) and rerun; completed outputs are kept"]
+
+
+def test_other_errors_are_not_mistaken_for_a_full_disk(tmp_path, monkeypatch):
+    import errno
+
+    import pytest
+
+    from ctxrep.errors import no_space_left
+
+    assert no_space_left(OSError(errno.EACCES, "Permission denied", "x")) == (False, None)
+    assert no_space_left(RuntimeError("CUDA out of memory")) == (False, None)
+    try:
+        try:
+            raise OSError(errno.ENOSPC, "No space left on device", "/d/f.bin")
+        except OSError as inner:
+            raise RuntimeError("could not write the checkpoint") from inner
+    except RuntimeError as outer:
+        assert no_space_left(outer) == (True, "/d/f.bin")
+    with pytest.raises(ValueError, match="boom"):
+        _stage_that_fills_the_disk(tmp_path, monkeypatch, ValueError("boom"))
+
+
+def test_a_stage_process_on_a_full_disk_exits_28_with_one_line_and_no_traceback(tmp_path):
+    import shutil
+
+    from tests.conftest import REPO
+
+    shutil.copy2(REPO / "params.yaml", tmp_path / "params.yaml")
+    code = ("from ctxrep.stage import stage\n"
+            "with stage('tokenize', 'tokenize', track=False):\n"
+            "    raise OSError(28, 'No space left on device', 'data/tokenized/shard-0.arrow')\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 28
+    assert "Traceback" not in proc.stderr
+    (line,) = [x for x in proc.stderr.splitlines() if "no space left" in x]
+    assert line.endswith(f"tokenize: no space left on device while writing "
+                         f"data/tokenized/shard-0.arrow: free space (df -h "
+                         f"{tmp_path / 'data/tokenized'}) and rerun; completed outputs are kept")

@@ -29,7 +29,10 @@ def main(argv: list[str] | None = None) -> None:
     nb.add_argument("--k", type=int, default=3, help="nearest sentences per query")
     nb.add_argument("--queries", type=int, default=2, help="query sentences per word")
     nb.add_argument("--out", type=Path, help="also write the markdown here")
-    sub.add_parser("verify", help="rehash every output and compare it with dvc.lock")
+    vf = sub.add_parser("verify", help="rehash every output and compare it with dvc.lock")
+    vf.add_argument("--repair", action="store_true", help="remove corrupt DVC cache objects and "
+                    "bad workspace copies, restore them (dvc pull, dvc checkout --relink), name "
+                    "the stage to rerun for what cannot be restored")
     ie = sub.add_parser("import-elmo", help="convert published ELMo weights (bilm-tf / AllenNLP options.json + "
                         "hdf5) into a model directory Elmo.from_pretrained loads")
     ie.add_argument("options", type=Path, help="the model's options.json")
@@ -87,14 +90,9 @@ def main(argv: list[str] | None = None) -> None:
         return
 
     if a.command == "verify":
-        from ctxrep.verify import verify_workspace
+        from ctxrep.verify import run_verify
 
-        problems = verify_workspace(".")
-        for line in problems:
-            print(line)
-        print(f"ctxrep verify: {len(problems)} problem(s)" if problems
-              else "ctxrep verify: every output matches dvc.lock")
-        raise SystemExit(1 if problems else 0)
+        raise SystemExit(_or_exit(a.command, run_verify, ".", a.repair))
 
     if a.command == "neighbors":
         from ctxrep.neighbors import neighbours_report

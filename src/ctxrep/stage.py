@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ctxrep import config
-from ctxrep.errors import InputError
+from ctxrep.errors import NO_SPACE_EXIT, InputError, no_space_left, no_space_message
 from ctxrep.io import write_json
 from ctxrep.verify import verify_stage_inputs
 
@@ -95,7 +95,24 @@ def stage(name: str, section: str | None, track: bool = True,
 
     ``section`` is the params section this stage reads (None: the stage validates its own,
     e.g. transfer cells, and passes what to log as ``logged_params``). A :class:`ParamError`
-    anywhere exits with status 2 and the key named."""
+    anywhere exits with status 2 and the key named. A full disk (``OSError`` ENOSPC, or what
+    ``torch.save`` raises instead: ``RuntimeError ... unexpected pos``) exits with status
+    :data:`~ctxrep.errors.NO_SPACE_EXIT` and one line saying so: outputs are written to a
+    temporary sibling and renamed when complete, so the ones already finished are kept."""
+    try:
+        with _stage(name, section, track, logged_params) as ctx:
+            yield ctx
+    except Exception as e:
+        full, path = no_space_left(e)
+        if not full:
+            raise
+        log.error("%s: %s", name, no_space_message(path))
+        raise SystemExit(NO_SPACE_EXIT) from e
+
+
+@contextlib.contextmanager
+def _stage(name: str, section: str | None, track: bool,
+           logged_params: dict | None) -> Iterator[StageContext]:
     from ctxrep import tracking
 
     setup_logging()

@@ -15,6 +15,14 @@ its params. It is nested under the *pipeline run* of the ``make repro`` / ``dvc 
 ``dvc repro`` that started it (see :func:`pipeline_key`): a parent run tagged with the DVC
 experiment name, the git commit and every param, which holds the headline metrics (logged by
 the report stage). A transfer cell's run has one nested run per seed (:meth:`StageRun.child`).
+
+**Runs left RUNNING.** A stage killed with -9 cannot end its run. Every run records the process
+that owns it (tags ``host``, ``pid`` and ``pid_start``, the process's start time, so a reused pid
+is not mistaken for the owner); a pipeline run is owned by the stage that last reopened it. At
+the start of every stage, so also at the start of every pipeline run, :func:`close_orphans`
+marks KILLED every RUNNING run whose owner on this host is gone, whichever stage it belongs to:
+a killed stage that the next run skips or restores from the run cache is closed too. Runs
+owned by a process on another host are left alone.
 """
 
 from __future__ import annotations
@@ -238,7 +246,7 @@ class StageRun:
     @contextlib.contextmanager
     def child(self, name: str, params: dict | None = None) -> Iterator["StageRun"]:
         """A run nested under this one (e.g. one seed of a transfer cell), FINISHED when the
-        block ends, FAILED if it raises. It carries this run's ``stage``/``pid``/``host`` tags,
+        block ends, FAILED if it raises. It carries this run's ``stage`` and owner tags,
         so a stage killed with -9 has its nested runs closed with it."""
         tags = {**self._tags, PARENT_TAG: self.run_id, "run_kind": "nested"}
         run = self.client.create_run(self.run.info.experiment_id, run_name=name, tags=tags)
@@ -279,29 +287,71 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def close_orphans(client, stage: str, keep: str | None = None) -> list[str]:
-    """Mark KILLED the runs of ``stage`` still RUNNING whose process on this host is gone (a
-    stage killed with -9 cannot end its own run), their nested runs, and the pipeline run
-    above them unless it is ``keep`` (the current one). Returns the stage runs' ids."""
+def _started(pid: int) -> float | None:
+    """The start time of process ``pid`` (seconds since the epoch), None if unknown."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
+
+
+def owner_tags() -> dict:
+    """Tags naming this process as the owner of a run: host, pid and the pid's start time."""
+    return {"host": socket.gethostname(), "pid": str(os.getpid()),
+            "pid_start": f"{_started(os.getpid()) or 0:.3f}"}
+
+
+def owner_gone(tags: dict) -> bool:
+    """Whether the process a run's tags name as its owner is known to be gone: it ran on this
+    host and its pid is no longer alive, or is alive but started at another time (a reused
+    pid). A run of another host, or with no owner tags, is never judged gone."""
+    pid = tags.get("pid", "")
+    if tags.get("host") != socket.gethostname() or not pid.isdigit():
+        return False
+    if not _alive(int(pid)):
+        return True
+    try:
+        recorded = float(tags.get("pid_start") or 0)
+    except ValueError:
+        return False
+    started = _started(int(pid))
+    return bool(recorded) and started is not None and abs(started - recorded) > 1.0
+
+
+def close_orphans(client, stage: str | None = None, keep: str | None = None) -> list[str]:
+    """Mark KILLED the runs still RUNNING whose owning process on this host is gone (a stage
+    killed with -9 cannot end its own run): stage runs, their nested runs, pipeline runs, of
+    ``stage`` only or (None) of every stage; and the pipeline run above a closed stage run
+    unless it is ``keep`` (the current one) or a live run still runs in it. Returns the ids
+    of the runs closed."""
     exp = client.get_experiment_by_name(EXPERIMENT)
     if exp is None:
         return []
-    closed = []
-    for run in client.search_runs([exp.experiment_id],
-                                  filter_string=f"tags.stage = '{stage}' "
-                                                f"and attributes.status = 'RUNNING'"):
+    where = "attributes.status = 'RUNNING'"
+    if stage is not None:
+        where += f" and tags.stage = '{stage}'"
+    closed, parents = [], set()
+    for run in client.search_runs([exp.experiment_id], filter_string=where, max_results=10_000):
         tags = run.data.tags
-        if tags.get("host") == socket.gethostname() and tags.get("pid", "").isdigit() \
-                and not _alive(int(tags["pid"])):
-            client.set_terminated(run.info.run_id, status="KILLED")
-            closed.append(run.info.run_id)
-            parent = tags.get(PARENT_TAG)
-            if tags.get("run_kind") == "stage" and parent and parent != keep \
-                    and client.get_run(parent).info.status == "RUNNING":
-                client.set_terminated(parent, status="KILLED")
+        if run.info.run_id == keep or not owner_gone(tags):
+            continue
+        client.set_terminated(run.info.run_id, status="KILLED")
+        closed.append(run.info.run_id)
+        if tags.get("run_kind") == "stage" and tags.get(PARENT_TAG):
+            parents.add(tags[PARENT_TAG])
+    for parent in sorted(parents - {keep} - set(closed)):
+        if client.get_run(parent).info.status != "RUNNING":
+            continue
+        running = client.search_runs([exp.experiment_id], max_results=1, filter_string=(
+            f"tags.`{PARENT_TAG}` = '{parent}' and attributes.status = 'RUNNING'"))
+        if not running:  # a stage of another host, or a live one, may still be working in it
+            client.set_terminated(parent, status="KILLED")
+            closed.append(parent)
     if closed:
-        log.warning("MLflow: marked %d run(s) of %s KILLED (their process is gone)", len(closed),
-                    stage)
+        log.warning("MLflow: marked %d run(s) %sKILLED: their process on this host is gone",
+                    len(closed), f"of {stage} " if stage else "")
     return closed
 
 
@@ -327,7 +377,7 @@ def pipeline_run(client, experiment_id: str, key: str, source: str,
         return found[0].info.run_id
     exp_name = os.environ.get("DVC_EXP_NAME", "")
     tags = {"run_kind": "pipeline", "pipeline_key": key, "pipeline_key_source": source,
-            "host": socket.gethostname(), **git_state(Path.cwd())}
+            **owner_tags(), **git_state(Path.cwd())}
     if exp_name:
         tags["dvc_exp_name"] = exp_name
     if os.environ.get("DVC_EXP_BASELINE_REV"):
@@ -363,10 +413,17 @@ def stage_run(stage: str, params: dict | None = None,
         experiment_id = _experiment_id(mlflow, uri, root)
         mlflow.set_experiment(experiment_id=experiment_id)
         parent_id = pipeline_run(client, experiment_id, key, source, pipeline_params)
-    close_orphans(client, stage, keep=parent_id)
+    # Runs of any stage whose process died (a stage killed with -9 that this run skips or
+    # restores from the run cache would otherwise stay RUNNING for ever).
+    close_orphans(client, keep=parent_id)
+    owner = owner_tags()
+    from mlflow.entities import RunTag
+
+    # This stage now owns the pipeline run: if it dies, the next start closes that run too.
+    client.log_batch(parent_id, tags=[RunTag(k, v) for k, v in owner.items()])
     client.update_run(parent_id, status="RUNNING")
-    tags = {"stage": stage, "pid": str(os.getpid()), "host": socket.gethostname(),
-            "run_kind": "stage", "pipeline_key": key, **git_state(Path.cwd())}
+    tags = {"stage": stage, **owner, "run_kind": "stage", "pipeline_key": key,
+            **git_state(Path.cwd())}
     if os.environ.get("DVC_EXP_NAME"):
         tags["dvc_exp_name"] = os.environ["DVC_EXP_NAME"]
     if os.environ.get("DVC_EXP_BASELINE_REV"):
@@ -380,7 +437,8 @@ def stage_run(stage: str, params: dict | None = None,
             log.info("MLflow run %s (%s) in pipeline run %s, %s", run.info.run_id, stage,
                      parent_id, uri)
             yield StageRun(client, run, parent_id,
-                           {k: tags[k] for k in ("stage", "pid", "host", "pipeline_key")})
+                           {k: tags[k] for k in ("stage", "pid", "pid_start", "host",
+                                                 "pipeline_key")})
             status = "FINISHED"
     finally:
         # The pipeline run ends with its last stage; the next stage of it reopens it.

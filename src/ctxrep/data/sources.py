@@ -1,9 +1,18 @@
 """Resolve a data set to the first reachable location and write it as canonical Arrow.
 
 ``data.source`` picks the order of location kinds: ``auto`` = mirror, then Hub, then package.
-A location that is absent (mirror variable unset, files missing, Hub unreachable, package not
-installed) is skipped with its reason recorded; a location that is present but *broken* (corrupt
-file, malformed line) stops the stage — it is never silently replaced by another.
+A location that is absent (mirror variable unset, Hub unreachable, package not installed) is
+skipped with its reason recorded; a location that is present but *broken* (corrupt file,
+malformed line) stops the stage — it is never silently replaced by another.
+
+A mirror is set on purpose, so a set ``$CTXREP_DATA_MIRROR`` that cannot serve a data set the run
+fetches (a folder that does not exist, is empty, is one level off, or lacks one of the data set's
+registered files) stops the stage naming the folder and the files expected. The fallbacks (the
+public-domain corpus package, tasks recorded as unavailable) are used only when no mirror is set.
+The one exception is the Hub, which holds the same data sets: under ``auto``, a data set of which
+the mirror holds *no* file (:class:`MirrorLacks`) is read from the Hub when it is reachable; a
+partial copy is always an error. Only the data sets of the run are looked up (``locate_data``:
+the corpus and ``tasks``), so a mirror need not hold the tasks a profile does not fetch.
 """
 
 from __future__ import annotations
@@ -11,6 +20,7 @@ from __future__ import annotations
 import glob
 import json
 import importlib.util
+import itertools
 import logging
 import os
 import shutil
@@ -40,6 +50,11 @@ class Unavailable(RuntimeError):
     """No location of the chosen kinds can serve this data set."""
 
 
+class MirrorLacks(DataError):
+    """A mirror is set but holds none of a data set's files (an empty or misplaced mirror, or one
+    without this data set): an error unless ``auto`` reaches the Hub, which has the same data."""
+
+
 @dataclass
 class Resolved:
     kind: str                       # mirror | hub | package
@@ -58,7 +73,39 @@ def hub_reachable(timeout: float = 2.0) -> bool:
         return False
 
 
+def _mirror_hits(root: Path, spec: DatasetSpec) -> tuple[list[Path], list[str]]:
+    """The files of ``spec`` found under ``root`` (globs expanded), and the entries not found."""
+    files, missing = [], []
+    for rel in spec.mirror:
+        if any(c in rel for c in "*?["):
+            hits = sorted(glob.glob(str(root / rel)))
+            files += [Path(h) for h in hits]
+            if not hits:
+                missing.append(rel)
+        else:
+            p = root / rel
+            (files.append(p) if p.is_file() else missing.append(rel))
+    return files, missing
+
+
+def _near_mirror(root: Path, spec: DatasetSpec) -> Path | None:
+    """A folder one level below or above ``root`` that holds every file of ``spec``: the mirror
+    that a ``$CTXREP_DATA_MIRROR`` one level off was probably meant to name."""
+    try:  # a few hundred folders at most: $CTXREP_DATA_MIRROR may name a big one by mistake
+        below = sorted(itertools.islice((d for d in root.iterdir()
+                                         if d.is_dir() and not d.name.startswith(".")), 200))
+    except OSError:
+        below = []
+    for candidate in [*below, root.parent]:
+        if candidate != root and not _mirror_hits(candidate, spec)[1]:
+            return candidate
+    return None
+
+
 def _mirror_files(spec: DatasetSpec) -> tuple[list[Path] | None, str]:
+    """The mirror files of ``spec``; ``(None, why)`` only when no mirror is set (or ``spec`` has
+    no mirror location). A mirror that is set but cannot serve ``spec`` raises
+    :class:`DataError` naming the folder and the files expected there."""
     root = os.environ.get(MIRROR_ENV)
     if not spec.mirror:
         return None, "no mirror location registered"
@@ -67,30 +114,44 @@ def _mirror_files(spec: DatasetSpec) -> tuple[list[Path] | None, str]:
     if not Path(root).is_dir():  # set on purpose, so never quietly replaced by a fallback
         raise DataError(root, f"${MIRROR_ENV} names a folder that does not exist; point it at "
                               f"the data mirror, or unset it to use the other sources")
-    files, missing = [], []
+    base = Path(root)
     for rel in spec.mirror:
-        if any(c in rel for c in "*?["):
-            hits = sorted(glob.glob(str(Path(root) / rel)))
-            files += [Path(h) for h in hits] if hits else []
-            if not hits and (Path(root) / rel).parent.is_dir():
-                raise DataError(Path(root) / Path(rel).parent,
-                                f"the mirror has this folder but no file matching "
-                                f"{Path(rel).name!r} in it: an incomplete copy of the mirror?")
-            if not hits:
-                missing.append(rel)
-        else:
-            p = Path(root) / rel
-            (files.append(p) if p.exists() else missing.append(rel))
-    if missing:
-        return None, f"missing under ${MIRROR_ENV}={root}: {', '.join(missing)}"
-    return files, ""
+        if any(c in rel for c in "*?[") and (base / rel).parent.is_dir() \
+                and not glob.glob(str(base / rel)):
+            raise DataError(base / Path(rel).parent,
+                            f"the mirror has this folder but no file matching "
+                            f"{Path(rel).name!r} in it: an incomplete copy of the mirror?")
+    files, missing = _mirror_hits(base, spec)
+    if not missing:
+        return files, ""
+    shown = ", ".join(str(base / rel) for rel in missing[:4]) + (
+        f" and {len(missing) - 4} more" if len(missing) > 4 else "")
+    if not any(base.iterdir()):
+        what = f"the folder is empty (expected {shown})"
+    elif files:
+        what = (f"missing {shown} ({len(missing)} of its {len(spec.mirror)} registered files: "
+                f"an incomplete copy of the mirror?)")
+    else:
+        what = f"none of its files is there (expected {shown})"
+    near = _near_mirror(base, spec)
+    hint = f"; did you mean ${MIRROR_ENV}={near}? It holds them" if near else ""
+    raise (DataError if files else MirrorLacks)(
+        base, f"${MIRROR_ENV} is set but does not hold {spec.name}: {what}{hint}. A mirror set "
+              f"on purpose is never replaced by a fallback (the public-domain corpus, a task "
+              f"marked unavailable): fix ${MIRROR_ENV}, or unset it")
 
 
 def resolve(spec: DatasetSpec, source: str) -> Resolved:
     skipped = []
     for kind in ORDER[source]:
         if kind == "mirror":
-            files, why = _mirror_files(spec)
+            try:
+                files, why = _mirror_files(spec)
+            except MirrorLacks as e:  # the Hub has the same data set; a fallback would not
+                if "hub" not in ORDER[source] or spec.hub is None or not hub_reachable():
+                    raise
+                log.warning("%s; reading %s from the Hub", e, spec.name)
+                files, why = None, str(e)
             if files is not None:
                 loc = f"${MIRROR_ENV}/{spec.mirror[0]}" + (f" (+{len(spec.mirror) - 1} more)"
                                                            if len(spec.mirror) > 1 else "")

@@ -16,13 +16,23 @@ would fail). Metrics, the keys they return, and where they are the official numb
     >>> from ctxrep.metrics import compute
     >>> compute("accuracy", [0, 1, 1], [0, 1, 0])
     {'accuracy': 0.6666666666666666}
+
+`evaluate.load` copies a metric script into an importable "dynamic modules" folder, by default
+``~/.cache/huggingface/modules/evaluate_modules`` (``evaluate.config.HF_MODULES_CACHE``), and
+keeps a metric's pending predictions under ``~/.cache/huggingface/metrics`` (``cache_dir``).
+Here both are a temporary folder of this process, removed when it exits: computing a metric
+writes nothing under the home directory (the Hugging Face cache is used only by
+``data.source: hub``), and two processes never share, lock or race on those copies.
 """
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +54,40 @@ def metric_path(name: str) -> Path:
 def load_metric(name: str, **load_kwargs: Any):
     """Load the metric `name` as an `evaluate.EvaluationModule`, from the package directory.
 
-    `load_kwargs` go to `evaluate.load` (e.g. `experiment_id`, `keep_in_memory`).
+    `load_kwargs` go to `evaluate.load` (e.g. `experiment_id`, `keep_in_memory`); `cache_dir`
+    defaults to this process's scratch folder (:func:`scratch_dir`), not the home directory.
     """
-    return _import_evaluate().load(str(metric_path(name)), **load_kwargs)
+    evaluate = _import_evaluate()
+    scratch = scratch_dir()
+    load_kwargs.setdefault("cache_dir", str(scratch / "metrics"))
+    # evaluate.load has no argument for where it copies the script: it reads
+    # evaluate.config.HF_MODULES_CACHE (evaluate.utils.file_utils.init_hf_modules) at call time.
+    settings = sys.modules["evaluate.config"]
+    saved = settings.HF_MODULES_CACHE
+    settings.HF_MODULES_CACHE = scratch / "modules"
+    try:
+        return evaluate.load(str(metric_path(name)), **load_kwargs)
+    finally:
+        settings.HF_MODULES_CACHE = saved
+
+
+_SCRATCH: tuple[int, Path] | None = None
+
+
+def scratch_dir() -> Path:
+    """A temporary folder of this process for `evaluate`'s module copies and metric caches
+    (under ``$TMPDIR``), removed at exit; a forked child that loads a metric gets its own."""
+    global _SCRATCH
+    if _SCRATCH is None or _SCRATCH[0] != os.getpid():
+        path = Path(tempfile.mkdtemp(prefix="ctxrep-evaluate-"))
+        _SCRATCH = (os.getpid(), path)
+        atexit.register(_remove_scratch, os.getpid(), path)
+    return _SCRATCH[1]
+
+
+def _remove_scratch(owner: int, path: Path) -> None:
+    if os.getpid() == owner:  # not from a forked child that inherited the atexit entry
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _import_evaluate():
