@@ -6,7 +6,9 @@
    params it composes to are validated, before DVC touches any output.
 2. One run per checkout: a lock of the project's own (``.dvc/tmp/ctxrep-repro.lock``); a second
    ``make repro`` stops at once, naming the PID of the one that holds it. (For experiments in
-   parallel, queue them: ``dvc exp run --queue`` then ``dvc queue start -j 2``.)
+   parallel, queue them: ``dvc exp run --queue`` then ``dvc queue start -j 2``.) A DVC
+   process that outlived a killed ``make repro`` still owns the checkout (:mod:`ctxrep.workspace`,
+   which every stage checks): the next ``make repro`` stops, naming it.
 3. ``dvc exp run`` can leave HEAD detached at the branch's commit when it is killed; the branch
    is recorded before the run (``.dvc/tmp/ctxrep-branch``) and re-attached after it, and at the
    start of the next run if the last one was killed with -9.
@@ -30,7 +32,7 @@ import sys
 import uuid
 from pathlib import Path
 
-from ctxrep import config
+from ctxrep import config, workspace
 from ctxrep.tracking import PIPELINE_ENV
 
 LOCK = Path(".dvc/tmp/ctxrep-repro.lock")
@@ -107,6 +109,12 @@ def main(argv: list[str]) -> int:
     if config.main(["check", argv[0]]) != 0:
         return 2
     lock = acquire_lock()
+    owner = workspace.live_owner()  # a DVC process left running by a killed `make repro`
+    if owner is not None:
+        say(f"a pipeline run still owns this checkout: {owner.describe()}; wait for it to end "
+            f"(or stop it), then run again")
+        lock.close()
+        return workspace.TAKEN_EXIT
     reattach_head()  # a previous run killed with -9 may have left it detached
     branch = git("symbolic-ref", "-q", "--short", "HEAD")
     if branch:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from ctxrep import config
+from ctxrep import config, workspace
 from ctxrep.errors import NO_SPACE_EXIT, InputError, no_space_left, no_space_message
 from ctxrep.io import write_json
 from ctxrep.verify import verify_stage_inputs
@@ -119,6 +119,11 @@ def _stage(name: str, section: str | None, track: bool,
     start = time.perf_counter()
     trace_reads(name)
     atexit.register(config.write_trace, name)
+    try:  # before params are read: one run owns the checkout, with the params it started with
+        owner = workspace.claim()
+    except workspace.WorkspaceTaken as e:
+        log.error("%s: %s", name, e)
+        raise SystemExit(workspace.TAKEN_EXIT) from e
     try:
         params = config.read_params()
         sec = config.load_section(section, params=params) if section else None
@@ -157,6 +162,11 @@ def _stage(name: str, section: str | None, track: bool,
     except InputError as e:
         log.error("%s: bad input: %s", name, e)
         raise SystemExit(2) from e
+    try:  # DVC records the params it reads after the stage: they must be the ones it ran with
+        workspace.check_params(owner)
+    except workspace.WorkspaceTaken as e:
+        log.error("%s: %s", name, e)
+        raise SystemExit(workspace.TAKEN_EXIT) from e
     seconds = time.perf_counter() - start
     if ctx._compute is not None and int(os.environ.get("RANK", "0")) == 0:
         write_json(COMPUTE_DIR / f"{name}.json", {"wall_s": round(seconds, 1), **ctx._compute})

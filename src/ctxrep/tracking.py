@@ -37,6 +37,8 @@ from typing import Iterator
 
 from filelock import FileLock
 
+from ctxrep.workspace import dvc_process
+
 log = logging.getLogger(__name__)
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
@@ -78,24 +80,6 @@ def is_server(uri: str) -> bool:
     return uri.startswith(("http://", "https://", "databricks"))
 
 
-def _dvc_ancestor() -> "psutil.Process | None":  # noqa: F821
-    """The nearest ancestor process that is DVC itself (``dvc repro``, ``dvc exp run``, or the
-    ``dvc exp exec-run`` a queue worker starts per experiment)."""
-    import psutil
-
-    try:
-        for proc in psutil.Process().parents():
-            try:
-                argv = proc.cmdline()
-            except (psutil.AccessDenied, psutil.ZombieProcess):
-                continue
-            if any(os.path.basename(a) == "dvc" for a in argv[:2]) or argv[1:3] == ["-m", "dvc"]:
-                return proc
-    except psutil.Error:
-        return None
-    return None
-
-
 def pipeline_key() -> tuple[str, str]:
     """A key shared by every stage of one pipeline run and by no other pipeline run, and where
     it came from: ``(key, source)``.
@@ -119,7 +103,7 @@ def pipeline_key() -> tuple[str, str]:
 
     import psutil
 
-    proc, source = _dvc_ancestor(), "dvc"
+    proc, source = dvc_process(), "dvc"
     if proc is None:
         proc, source = psutil.Process(), "process"
     ident = f"{socket.gethostname()}:{proc.pid}:{proc.create_time():.3f}:" \
