@@ -1,5 +1,7 @@
 # ctxrep: two commands set everything up on a fresh machine.
-#   make repro [PROFILE=tiny]   create .venv, install, run the DVC pipeline on a profile
+#   make repro [PROFILE=tiny] [SET='key=value ...']
+#                               create .venv, install, run the DVC pipeline on a profile (SET:
+#                               overrides, as `dvc exp run -S` takes them, checked first)
 #   make test                   create .venv if needed, run the test suite
 SHELL := /bin/bash
 
@@ -12,7 +14,7 @@ SHELL := /bin/bash
 # PROFILE is then checked by ctxrep.repro; PYTEST_ARGS reaches pytest as PYTEST_ADDOPTS, which
 # pytest splits itself, with no shell in between.
 PASTED_VARS := VENV BIN STAMP DVC PYTHON UV_VERSION PUBLISHED TEST_WORKERS PARAM_SECTIONS
-EXPORTED_VARS := PROFILE PYTEST_ARGS CTXREP_DATA_MIRROR HF_HUB_OFFLINE HF_DATASETS_OFFLINE \
+EXPORTED_VARS := PROFILE SET PYTEST_ARGS CTXREP_DATA_MIRROR HF_HUB_OFFLINE HF_DATASETS_OFFLINE \
   TOKENIZERS_PARALLELISM DVC_SITE_CACHE_DIR MLFLOW_DISABLE_TELEMETRY
 SAFE_CHARS := a b c d e f g h i j k l m n o p q r s t u v w x y z \
   A B C D E F G H I J K L M N O P Q R S T U V W X Y Z 0 1 2 3 4 5 6 7 8 9 / . _ - + : , @ % ~ =
@@ -73,11 +75,13 @@ $(PUBLISHED)/model.safetensors: $(STAMP)
 	$(BIN)/ctxrep unpack $(notdir $(PUBLISHED))
 	touch $@
 
-# The profile name reaches Python through the environment, never pasted into a command line;
-# ctxrep.repro checks it (a plain word naming conf/profile/<name>.yaml), validates the composed
-# params before DVC touches any output, holds a lock against a second run in this checkout,
-# and re-attaches a HEAD that an interrupted `dvc exp run` left detached.
-export PROFILE DVC
+# The profile name and the overrides (SET, split by Python's shlex) reach Python through the
+# environment, never pasted into a command line; ctxrep.repro checks them (a plain word naming
+# conf/profile/<name>.yaml; overrides as `dvc exp run -S` takes them), validates the composed
+# params before DVC touches any output (a rejected value leaves params.yaml as it was), holds a
+# lock against a second run in this checkout, and re-attaches a HEAD that an interrupted
+# `dvc exp run` left detached.
+export PROFILE SET DVC
 repro: $(STAMP) $(PUBLISHED)/model.safetensors
 	@$(BIN)/python -m ctxrep.repro "$$PROFILE"
 

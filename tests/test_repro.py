@@ -101,3 +101,28 @@ def test_a_successful_run_drops_lock_entries_of_stages_no_longer_defined(tmp_pat
     proc = repro(repo, fake_dvc(tmp_path, "exit 1"))
     proc.communicate(timeout=120)
     assert "transfer@gone-method" in (repo / "dvc.lock").read_text()
+
+
+def test_overrides_are_checked_before_dvc_and_a_rejected_one_leaves_params_alone(tmp_path):
+    """`make repro SET='pretrain_bilm.steps=-5'`: exit 2 naming the key; DVC never starts and
+    params.yaml keeps its bytes. Accepted overrides reach `dvc exp run` as `-S` arguments, a
+    list value unglobbed."""
+    (tmp_path / "repo").mkdir()
+    repo = scratch_repo(tmp_path / "repo")
+    before = (repo / "params.yaml").read_bytes() if (repo / "params.yaml").exists() else None
+    args = tmp_path / "args"
+    dvc = fake_dvc(tmp_path, f'printf "%s\\n" "$@" > {args}')
+    env = {**os.environ, "DVC": dvc, "SET": "pretrain_bilm.steps=-5"}
+    bad = subprocess.run([sys.executable, "-m", "ctxrep.repro", "tiny"], cwd=repo, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "pretrain_bilm.steps" in bad.stderr, bad.stderr
+    assert not args.exists(), "DVC ran with a rejected override"
+    after = (repo / "params.yaml").read_bytes() if (repo / "params.yaml").exists() else None
+    assert after == before
+    env["SET"] = "pretrain_bilm.steps=7 'grid.tasks=[sst2]'"
+    good = subprocess.run([sys.executable, "-m", "ctxrep.repro", "tiny"], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert good.returncode == 0, good.stderr
+    assert args.read_text().split("\n")[:7] == [
+        "exp", "run", "-S", "profile=tiny", "-S", "pretrain_bilm.steps=7", "-S"]
+    assert args.read_text().split("\n")[7] == "grid.tasks=[sst2]"

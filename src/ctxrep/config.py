@@ -737,17 +737,19 @@ def as_dict(obj) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    """``python -m ctxrep.config check PROFILE``: the profile name is safe and exists, and the
-    params it composes to are valid (``make repro`` runs this before DVC touches anything)."""
-    if len(argv) != 2 or argv[0] != "check":
-        print("usage: python -m ctxrep.config check PROFILE", file=sys.stderr)
+    """``python -m ctxrep.config check PROFILE [OVERRIDE...]``: the profile name is safe and
+    exists, and the params it composes to with the overrides (``key=value``, as ``dvc exp run
+    -S`` takes them) are valid. ``make repro`` runs this before DVC touches anything, so a
+    rejected value never reaches ``params.yaml``."""
+    if len(argv) < 2 or argv[0] != "check":
+        print("usage: python -m ctxrep.config check PROFILE [OVERRIDE...]", file=sys.stderr)
         return 2
     import tempfile
 
     try:
         check_profile_name(argv[1], ".")
         with tempfile.TemporaryDirectory() as tmp:
-            composed = compose(argv[1], root=".", out=Path(tmp) / PARAMS_FILE)
+            composed = compose(argv[1], argv[2:], root=".", out=Path(tmp) / PARAMS_FILE)
             read_params(tmp)
     except ParamError as err:
         print(f"ctxrep: bad params: {err}", file=sys.stderr)

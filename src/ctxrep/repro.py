@@ -1,9 +1,10 @@
 """``make repro PROFILE=<name>``: compose the profile and run the pipeline, safely.
 
-    python -m ctxrep.repro PROFILE
+    python -m ctxrep.repro PROFILE [OVERRIDE...]      (make repro PROFILE=… SET='key=value …')
 
 1. The profile name is checked (a plain word naming ``conf/profile/<name>.yaml``) and the
-   params it composes to are validated, before DVC touches any output.
+   params it composes to, with the overrides (``dvc exp run -S`` syntax), are validated before
+   DVC touches any output: a rejected value exits 2 and ``params.yaml`` stays as it was.
 2. One run per checkout: a lock of the project's own (``.dvc/tmp/ctxrep-repro.lock``); a second
    ``make repro`` stops at once, naming the PID of the one that holds it. (For experiments in
    parallel, queue them: ``dvc exp run --queue`` then ``dvc queue start -j 2``.) A DVC
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -100,13 +102,14 @@ def prune_lock(root: Path = Path(".")) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        say("usage: python -m ctxrep.repro PROFILE")
+    if len(argv) < 1:
+        say("usage: python -m ctxrep.repro PROFILE [OVERRIDE...]")
         return 2
+    profile, overrides = argv[0], argv[1:]
     if not Path(".git").exists():
         say("make repro needs a git checkout (DVC experiments)")
         return 2
-    if config.main(["check", argv[0]]) != 0:
+    if config.main(["check", profile, *overrides]) != 0:
         return 2
     lock = acquire_lock()
     owner = workspace.live_owner()  # a DVC process left running by a killed `make repro`
@@ -120,8 +123,9 @@ def main(argv: list[str]) -> int:
     if branch:
         BRANCH.write_text(branch + "\n")
     dvc = os.environ.get("DVC") or shutil.which("dvc") or "dvc"
-    cmd = [dvc, "exp", "run", "-S", f"profile={argv[0]}"]
-    print(f"dvc exp run -S profile={argv[0]}", flush=True)
+    sets = [f"profile={profile}", *overrides]
+    cmd = [dvc, "exp", "run", *(arg for value in sets for arg in ("-S", value))]
+    print("dvc exp run " + " ".join(f"-S {shlex.quote(value)}" for value in sets), flush=True)
     env = {**os.environ, PIPELINE_ENV: uuid.uuid4().hex}  # one MLflow parent run per run
     proc = subprocess.Popen(cmd, env=env)
     forward = lambda signum, _frame: proc.send_signal(signum)  # noqa: E731
@@ -146,4 +150,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    # `make repro SET='a.b=1 c=[x,y]'`: the overrides come through the environment, split here
+    # (no shell, so no globbing of `[x,y]`).
+    raise SystemExit(main(sys.argv[1:] + shlex.split(os.environ.get("SET", ""))))

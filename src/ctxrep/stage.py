@@ -110,6 +110,12 @@ def stage(name: str, section: str | None, track: bool = True,
         raise SystemExit(NO_SPACE_EXIT) from e
 
 
+# `dvc exp run -S key=bad` writes params.yaml before any stage can refuse the value.
+BAD_PARAMS_HINT = ("params.yaml keeps the rejected value: `git checkout params.yaml` restores the "
+                   "committed one; `make repro SET='key=value …'` checks overrides before "
+                   "writing anything")
+
+
 @contextlib.contextmanager
 def _stage(name: str, section: str | None, track: bool,
            logged_params: dict | None) -> Iterator[StageContext]:
@@ -128,7 +134,7 @@ def _stage(name: str, section: str | None, track: bool,
         params = config.read_params()
         sec = config.load_section(section, params=params) if section else None
     except config.ParamError as e:
-        log.error("%s: bad params: %s", name, e)
+        log.error("%s: bad params: %s\n%s", name, e, BAD_PARAMS_HINT)
         raise SystemExit(2) from e
     try:
         verify_stage_inputs(name)  # under DVC: upstream outputs are the bytes dvc.lock records
