@@ -1,6 +1,7 @@
 """Stage pretrain_bilm → data/models/bilm/: train the ELMo biLM on the tokenized corpus
 (``source: train``), or import published bilm-tf / AllenNLP weights (``source: import``)."""
 
+import shutil
 from pathlib import Path
 
 import torch
@@ -46,6 +47,8 @@ def train(ctx, p) -> None:
     if dist.main:
         with atomic_dir(OUT) as tmp:
             Elmo(model.cpu(), vocab).save_pretrained(tmp)
+            # the training counts: `ctxrep perplexity`'s unigram reference on any text
+            shutil.copy2(Path(p.path) / "bilm_vocab.tsv", tmp / "bilm_vocab.tsv")
         unigram = unigram_perplexity(train, heldout, targets, len(vocab))
         ev = result.final_eval
         loop.publish(ctx, "pretrain_bilm", result, {

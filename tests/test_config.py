@@ -84,6 +84,24 @@ def test_an_unknown_grid_task_stops_before_any_stage(tmp_path):
         config.read_params(tmp_path)
 
 
+def test_a_feature_learning_curve_outside_the_extracted_tasks_stops_at_composition(tmp_path):
+    """extract featurizes grid.tasks only: a learning curve of a feature-based method on another
+    task used to fail after the extract stages, at its first cell (FileNotFoundError)."""
+    compose(tmp_path, "default", "grid.tasks=[conll2003]", "learning_curve.tasks=[ud_pos]")
+    with pytest.raises(ParamError, match=r"learning_curve.tasks.*'ud_pos'.*grid.tasks"):
+        config.read_params(tmp_path)
+    compose(tmp_path, "default", "grid.tasks=[conll2003]", "learning_curve.tasks=[conll2003]")
+    config.read_params(tmp_path)  # within the grid: fine
+
+
+def test_a_task_not_fetched_names_the_profile_file(tmp_path):
+    """The default profile sets its own `tasks:`: adding a task to conf/config.yaml alone is not
+    enough, and the message says where to look."""
+    compose(tmp_path, "default", "grid.tasks=[ud_pos,sst5]")
+    with pytest.raises(ParamError, match=r"conf/profile/default.yaml"):
+        config.read_params(tmp_path)
+
+
 @pytest.mark.parametrize("overrides,key,expected", [
     ({"num_proc": "2"}, "tokenize.num_proc", "an integer"),
     ({"num_proc": 0}, "tokenize.num_proc", ">= 1"),

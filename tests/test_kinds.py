@@ -53,3 +53,49 @@ def test_answer_words_of_a_span_with_punctuation():
 ])
 def test_degenerate_means_one_prediction_for_everything(kind, predictions, degenerate):
     assert is_degenerate(kind, predictions) is degenerate
+
+
+def _labels(counts: dict) -> list:
+    """A flat list with each label repeated counts[label] times."""
+    return [label for label, n in counts.items() for _ in range(n)]
+
+
+BALANCED = _labels({0: 500, 1: 500})
+# CoNLL-2003-like gold: 83 % of the tokens 'O', 10 sentences of 100 tokens
+CONLL_GOLD = [_labels({"O": 83, "B-PER": 5, "I-PER": 4, "B-LOC": 4, "B-ORG": 4})] * 10
+
+
+def _tagger(o_share: int) -> list[list[str]]:
+    """10 sentences of 100 tags, o_share of them 'O', the rest spread over entity tags."""
+    rest = 100 - o_share
+    return [_labels({"O": o_share, "B-PER": rest - rest // 2, "B-LOC": rest // 2})] * 10
+
+
+@pytest.mark.parametrize("kind, predictions, references, degenerate", [
+    # 98.1 % of the predictions one class (3 classes, balanced-ish gold): flagged
+    ("classification", _labels({0: 981, 1: 10, 2: 9}), _labels({0: 340, 1: 330, 2: 330}), True),
+    ("classification", _labels({0: 981, 1: 10, 2: 9}), None, True),         # no gold: 95 % floor
+    # binary, 1.3 % positive predictions (F1 about 5): flagged
+    ("pair_classification", _labels({0: 987, 1: 13}), BALANCED, True),
+    ("word_in_context", _labels({0: 951, 1: 49}), BALANCED, True),          # 4.9 % positive
+    # a balanced binary seed, and a skewed but learning one (90 / 10): not flagged
+    ("classification", _labels({0: 480, 1: 520}), BALANCED, False),
+    ("classification", _labels({0: 900, 1: 100}), BALANCED, False),
+    # gold itself 97 % one class: 98 % of it is following the gold, 99.5 % is not
+    ("classification", _labels({0: 980, 1: 20}), _labels({0: 970, 1: 30}), False),
+    ("classification", _labels({0: 995, 1: 5}), _labels({0: 970, 1: 30}), True),
+    # CoNLL-like tagging: a reasonable tagger (85 % 'O') is not flagged, one at 96 % 'O' is
+    ("tagging", _tagger(85), CONLL_GOLD, False),
+    ("tagging", _tagger(92), CONLL_GOLD, False),
+    ("tagging", _tagger(96), CONLL_GOLD, True),
+    ("tagging", [["O"] * 100] * 10, CONLL_GOLD, True),                      # one tag
+    # regression: one value, a near-constant one, and a spread one
+    ("regression", [3.0] * 100, [1.0 + i % 5 for i in range(100)], True),
+    ("regression", [3.0 + 0.001 * (i % 5) for i in range(100)],
+     [1.0 + i % 5 for i in range(100)], True),                              # std 0.1 % of gold
+    ("regression", [3.0 + 0.5 * (i % 5) for i in range(100)],
+     [1.0 + i % 5 for i in range(100)], False),
+    ("span_qa", ["a"] * 10, [["a"]] * 10, False),
+])
+def test_degenerate_by_share_against_the_gold(kind, predictions, references, degenerate):
+    assert is_degenerate(kind, predictions, references) is degenerate

@@ -122,13 +122,19 @@ def publish(mirror, seed: int = 0) -> None:
 
 
 def add_to_config(repo) -> None:
-    """Step 5: each task in ``tasks:`` (fetched) and ``grid.tasks`` (transferred)."""
+    """Step 5: each task in ``tasks:`` (fetched) and ``grid.tasks`` (transferred) of
+    conf/config.yaml, and in the ``tasks:`` of every profile that sets its own."""
     conf = repo / "conf/config.yaml"
     text = conf.read_text()
     text = text.replace("\ntasks:\n", "\ntasks:\n" + "".join(f"- {t}\n" for t in NEW_TASKS), 1)
     text = text.replace("\ngrid:\n  tasks:\n",
                         "\ngrid:\n  tasks:\n" + "".join(f"  - {t}\n" for t in NEW_TASKS), 1)
     conf.write_text(text)
+    for profile in sorted((repo / "conf/profile").glob("*.yaml")):  # `grep -l '^tasks:'`
+        text = profile.read_text()
+        if re.search(r"^tasks: \[", text, re.M):
+            profile.write_text(re.sub(r"^tasks: \[", "tasks: [" + ", ".join(NEW_TASKS) + ", ",
+                                      text, count=1, flags=re.M))
 
 
 def ctxrep(repo, commands: list[list[str]], env) -> str:
@@ -162,6 +168,11 @@ def follow_recipe(root: Path, tiny_mirror: Path, tiny_run) -> None:
     assert out.count("ctxrep pin: wrote") == out.count("ctxrep fixture: wrote") - 4 == 4
     add_to_config(repo)
     (root / "default_grid.json").write_text(json.dumps(compose(repo, "default")["grid"]["tasks"]))
+    # The default profile's params are valid with the new tasks (it sets its own `tasks:`):
+    # checked by the copy's own code, as `make repro` would before DVC starts.
+    check = subprocess.run([sys.executable, "-m", "ctxrep.config", "check", "default"], cwd=repo,
+                           env={**os.environ, **env}, capture_output=True, text=True, timeout=300)
+    assert check.returncode == 0, check.stderr
     # Step 6, on the tiny profile; the cost kept down with -S: only the new cells, one
     # method, one seed, and the pins checked (scratch repos turn the check off).
     compose(repo, "tiny", [f"grid.tasks=[{','.join(NEW_TASKS)}]", "grid.methods=[static]",

@@ -180,3 +180,15 @@ def test_rows_that_start_from_a_published_bert_are_marked_in_the_report():
     note = published_footnote({"bert-finetune"})[1]
     assert note.startswith("† `bert-finetune` use a published BERT") and "`elmo`" in note
     assert published_footnote(set()) == []
+
+
+@pytest.mark.parametrize("cell, flags", [
+    ("ud_pos/bert-finetune", [False, False]), ("ud_pos/static", [False, False]),
+    # seed 0 of the tiny profile's sst2/elmo: 0.688 -> 0.694 -> 0.690, stuck near ln 2
+    ("sst2/elmo", [True, False]),
+])
+def test_did_not_learn_is_read_off_the_written_curves(cell, flags):
+    """No record key for it: the report derives each seed's flag from ``curves``."""
+    from ctxrep.report.summary import seeds_did_not_learn
+    path = Path("metrics/transfer") / f"{cell}.json"
+    assert seeds_did_not_learn(CellRecord.from_json(json.loads(WRITTEN[cell]), path)) == flags

@@ -16,6 +16,7 @@ from ctxrep.config import METHODS
 from ctxrep.report import ReportInputError, build_report, load_inputs, write_report
 from ctxrep.report.build import FIGURES_DIR, REPORT_PATH, SUMMARY_PATH
 from ctxrep.report.plots import mean_layer_weights, normalised
+from ctxrep.report.summary import did_not_learn
 from ctxrep.transfer.record import CellRecord, MetricScores
 
 TASKS = ["sst2", "conll2003", "wic", "squad"]
@@ -195,8 +196,10 @@ def test_summary_has_the_nested_structure_and_rounded_numbers(tmp_path):
     assert sorted(cells) == ["conll2003", "squad", "sst2"]
     assert sorted(cells["sst2"]) == ["bert-feature", "elmo", "static"]
     elmo = cells["sst2"]["elmo"]
-    assert {k: elmo[k] for k in ("metric", "mean", "std", "n_seeds", "degenerate")} == {
+    assert {k: elmo[k] for k in ("metric", "mean", "std", "n_seeds", "degenerate",
+                                 "did_not_learn")} == {
         "metric": "accuracy", "mean": 0.8, "n_seeds": 3, "degenerate": False,
+        "did_not_learn": False,
         "std": round(statistics.pstdev([0.80, 0.81, 0.79]), 4)}
     low, high = elmo["ci95"]
     assert low < 0.8 < high and high - low < 0.15
@@ -251,6 +254,19 @@ def test_claim_verdicts_are_read_off_the_paired_ci(tmp_path, elmo, static, verdi
     assert all(c["task"] != "conll2003" for c in report.summary["claims"])
 
 
+def test_every_claim_family_that_cannot_be_judged_is_listed_with_its_reason(tmp_path):
+    """A run with a probe summary but no saved probe predictions, and no learning curve: the two
+    probing claims and the sample-efficiency claim are listed under "Not judged", each with why
+    (a restricted grid made them vanish silently once)."""
+    markdown = report_for(make_repo(tmp_path)).markdown
+    listed = section(markdown, "## The papers' claims, judged").split("Not judged in this run")[1]
+    assert "part-of-speech is best predicted from the first biLSTM layer" in listed
+    assert "word sense is best predicted from the top biLSTM layer" in listed
+    assert "(sample efficiency)" not in listed   # the claim's own wording, see below
+    assert "larger with little task data (ELMo §5.4, Fig. 1 (seed 004)): " in listed
+    assert "`learning_curve.tasks` is empty in this profile" in listed
+
+
 def test_claims_the_grid_cannot_judge_are_named(tmp_path):
     """A profile whose grid lacks a claim's methods lists that claim as not judged."""
     markdown = report_for(make_repo(tmp_path)).markdown
@@ -274,6 +290,59 @@ def test_a_seed_that_predicts_one_label_is_flagged_degenerate(tmp_path):
     report = report_for(root)
     assert report.summary["cells"]["sst2"]["static"]["degenerate"] is True
     assert "⚠ degenerate" in section(report.markdown, "### sst2 (accuracy)")
+
+
+def learning(first: float) -> dict:
+    """A seed's curve whose training loss falls well below its first epoch's."""
+    return {"train_loss": [first, first * 0.8, first * 0.6], "dev": [0.6, 0.7, 0.72]}
+
+
+def test_a_seed_whose_loss_stays_at_ln2_did_not_learn(tmp_path):
+    """A seed whose epoch-mean training loss stays at ln 2 (a binary head that learned
+    nothing) is flagged in summary.json and beside the score; the cell's seeds that learned
+    are not, and a cell without curves is never flagged."""
+    root = make_repo(tmp_path)
+    stuck = {"train_loss": [0.6931, 0.6929, 0.6932, 0.6930], "dev": [0.5, 0.5, 0.5, 0.5]}
+    write_cell(root, "sst2", "static", [0.70, 0.71, 0.50],
+               curves=[learning(0.69), learning(0.7), stuck])
+    write_cell(root, "sst2", "elmo", [0.80, 0.81, 0.79],
+               curves=[learning(0.69), learning(0.7), learning(0.68)])
+    report = report_for(root)
+    cells = report.summary["cells"]
+    assert cells["sst2"]["static"]["did_not_learn"] is True
+    assert cells["sst2"]["static"]["degenerate"] is False
+    assert cells["sst2"]["elmo"]["did_not_learn"] is False
+    assert cells["conll2003"]["static"]["did_not_learn"] is False        # no curves kept
+    table = section(report.markdown, "### sst2 (accuracy)")
+    static_row = next(line for line in table.splitlines() if line.startswith("| static |"))
+    elmo_row = next(line for line in table.splitlines() if line.startswith("| elmo |"))
+    assert "⚠ did not learn" in static_row and "⚠ degenerate" not in static_row
+    assert "⚠" not in elmo_row
+    assert "⚠ did not learn: a seed's mean training loss never fell 1 %" in report.markdown
+
+
+def test_both_flags_stand_side_by_side(tmp_path):
+    root = make_repo(tmp_path)
+    stuck = {"train_loss": [0.6931, 0.6931], "dev": [0.5, 0.5]}
+    write_cell(root, "sst2", "static", [0.50, 0.71], degenerate=[True, False],
+               curves=[stuck, learning(0.7)])
+    report = report_for(root)
+    assert report.summary["cells"]["sst2"]["static"]["degenerate"] is True
+    assert report.summary["cells"]["sst2"]["static"]["did_not_learn"] is True
+    assert "⚠ degenerate ⚠ did not learn" in section(report.markdown, "### sst2 (accuracy)")
+
+
+@pytest.mark.parametrize("curve, flagged", [
+    ({"train_loss": [0.6931, 0.6929, 0.6933], "dev": [0.5] * 3}, True),   # flat at ln 2
+    ({"train_loss": [0.69, 0.75, 0.9], "dev": [0.5] * 3}, True),          # rising
+    ({"train_loss": [0.69, 0.5, 0.7], "dev": [0.5] * 3}, False),          # learned, then rose
+    ({"train_loss": [0.69, 0.68], "dev": [0.5] * 2}, False),              # fell 1.4 %
+    ({"train_loss": [0.69, float("nan")], "dev": [0.5] * 2}, True),       # diverged
+    ({"train_loss": [0.69], "dev": [0.5]}, False),                        # one epoch: unknown
+    ({}, False), (None, False),
+])
+def test_did_not_learn_reads_the_epoch_losses(curve, flagged):
+    assert did_not_learn(curve) is flagged
 
 
 def test_the_static_word_vectors_are_described(tmp_path):

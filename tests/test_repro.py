@@ -119,10 +119,10 @@ def test_overrides_are_checked_before_dvc_and_a_rejected_one_leaves_params_alone
     assert not args.exists(), "DVC ran with a rejected override"
     after = (repo / "params.yaml").read_bytes() if (repo / "params.yaml").exists() else None
     assert after == before
-    env["SET"] = "pretrain_bilm.steps=7 'grid.tasks=[sst2]'"
+    env["SET"] = "pretrain_bilm.steps=7 'grid.tasks=[ud_pos]'"
     good = subprocess.run([sys.executable, "-m", "ctxrep.repro", "tiny"], cwd=repo, env=env,
                           capture_output=True, text=True, timeout=120)
     assert good.returncode == 0, good.stderr
     assert args.read_text().split("\n")[:7] == [
         "exp", "run", "-S", "profile=tiny", "-S", "pretrain_bilm.steps=7", "-S"]
-    assert args.read_text().split("\n")[7] == "grid.tasks=[sst2]"
+    assert args.read_text().split("\n")[7] == "grid.tasks=[ud_pos]"

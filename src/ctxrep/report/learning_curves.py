@@ -24,11 +24,11 @@ from matplotlib.figure import Figure
 from ctxrep.analysis.bootstrap import STATISTIC, Interval, bootstrap_mean, contrast, example_stats
 from ctxrep.analysis.claims import Claim, Judgement, verdict
 from ctxrep.report import plots
-from ctxrep.report.evidence import Evidence, format_ci, task_metric
+from ctxrep.report.evidence import LEARNING_CURVE_SOURCE, Evidence, format_ci, task_metric
 from ctxrep.report.inputs import ReportInputs
 from ctxrep.report.tables import markdown_table, percent_scale
 
-SOURCE = "ELMo §5.4, Fig. 1 (seed 004)"
+SOURCE = LEARNING_CURVE_SOURCE
 FIGURE = "learning_curves.png"
 
 

@@ -1,21 +1,51 @@
 """``metrics/summary.json``: every transfer cell, the baselines and the claims.
 
     {"cells": {task: {method: {"metric": primary key, "mean": x, "std": y, "n_seeds": k,
-                               "ci95": [low, high], "degenerate": bool}}},
+                               "ci95": [low, high], "degenerate": bool,
+                               "did_not_learn": bool}}},
      "baselines": {task: {name: score}},
      "claims": [{"better", "worse", "task", "claim", "source", "estimate", "ci95", "verdict"}]}
 
 Numbers are in the metric's own units (accuracy and F1 in [0, 1]; SQuAD F1 in [0, 100]) and
 rounded to 4 decimals; keys are written sorted, so the file changes exactly when a number does.
+``degenerate``: a seed of the cell predicted (nearly) one label or one score for everything
+(:func:`ctxrep.transfer.kinds.is_degenerate`); ``did_not_learn``: a seed's training loss never
+fell below its first epoch's (:func:`did_not_learn`, read off the record's curves).
 """
 
 from __future__ import annotations
 
+import math
+
 from ctxrep.transfer.record import CellRecord
 
 DECIMALS = 4
+# a seed learned if some later epoch's mean training loss is at least this share below the first's
+LEARNED_DROP = 0.01
 # ctxrep.analysis.claims's verdicts: each one's count is a metric, zero included
 VERDICTS = ("reproduced", "contradicted", "inconclusive")
+
+
+def did_not_learn(curve: dict | None) -> bool:
+    """Whether a seed's training loss never fell below its initial value: no epoch after the
+    first has a mean training loss (``curve["train_loss"]``, one value per epoch, as
+    :mod:`ctxrep.transfer.feature_train` and :mod:`ctxrep.transfer.finetune` keep it) at least
+    1 % below the first epoch's. The 1 % absorbs the noise of a flat curve: a binary head stuck
+    at ln 2 = 0.693 wobbles around it and would otherwise "fall below" by 0.0003. A loss that
+    turns NaN counts as not falling. A curve of fewer than two epochs tells nothing: False."""
+    if not isinstance(curve, dict):
+        return False
+    losses = [x for x in curve.get("train_loss") or [] if isinstance(x, (int, float))]
+    if len(losses) < 2:
+        return False
+    first = float(losses[0])
+    return not any(math.isfinite(first) and float(x) <= first * (1 - LEARNED_DROP)
+                   for x in losses[1:])
+
+
+def seeds_did_not_learn(cell: CellRecord) -> list[bool]:
+    """:func:`did_not_learn` of each seed of ``cell`` (empty when it kept no curves)."""
+    return [did_not_learn(curve) for curve in cell.curves]
 
 
 def summarise(transfer: dict[str, dict[str, CellRecord]], extras: dict | None = None) -> dict:
@@ -25,7 +55,8 @@ def summarise(transfer: dict[str, dict[str, CellRecord]], extras: dict | None = 
     cells = {task: {method: {"metric": cell.primary, "mean": round(cell.mean, DECIMALS),
                              "std": round(cell.std, DECIMALS), "n_seeds": cell.n_seeds,
                              "ci95": ci95.get(task, {}).get(method),
-                             "degenerate": any(cell.degenerate)}
+                             "degenerate": any(cell.degenerate),
+                             "did_not_learn": any(seeds_did_not_learn(cell))}
                     for method, cell in sorted(cells.items())}
              for task, cells in sorted(transfer.items())}
     return {"cells": cells, "baselines": extras.get("baselines", {}),

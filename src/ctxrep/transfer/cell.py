@@ -3,7 +3,8 @@
 The record (:class:`~ctxrep.transfer.record.CellRecord`, written to
 ``metrics/transfer/<task>/<method>.json``) holds the per-seed scores and their mean
 and standard deviation, each seed's best epoch and its train-loss / dev-score curve per epoch,
-whether a seed predicted one class for everything (``degenerate``), the learned scalar-mix
+whether a seed predicted (nearly) one class for everything (``degenerate``, see
+:func:`~ctxrep.transfer.kinds.is_degenerate`), the learned scalar-mix
 weights of the feature-based methods, the share of evaluation words that have no static word
 vector (``word_vector_oov_rate``, methods that read them), and nothing that differs from run to run (timings go to
 MLflow and the compute ledger). A task that no data location could serve gives a record with
@@ -155,7 +156,8 @@ def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None,
                 for k in sorted(runs[0].scores)},
         best_epoch=[r.best_epoch for r in runs],
         curves=[r.curve for r in runs],
-        degenerate=[is_degenerate(kind, r.predictions) for r in runs],
+        degenerate=[is_degenerate(kind, predictions[f"seed{seed}.json"]["predictions"],
+                                  gold) for seed in seeds],   # both readable: tag names
         mix_weights=None if runs[0].mix_weights is None else {
             part: [r.mix_weights[part] for r in runs] for part in runs[0].mix_weights},
         train_examples=len(train_idx), dev_examples=len(dev_idx),
