@@ -85,8 +85,9 @@ def test_a_successful_run_drops_lock_entries_of_stages_no_longer_defined(tmp_pat
     (tmp_path / "repo").mkdir()
     repo = scratch_repo(tmp_path / "repo", "tiny")
     lock = yaml.safe_load((REPO / "dvc.lock").read_text())
-    kept = {"locate_data": lock["stages"]["locate_data"]}
-    gone = dict(lock["stages"]["locate_data"], cmd="python stages/transfer.py gone method")
+    # no outputs: the fake DVC writes none, and make repro rehashes every output at the end
+    kept = {"locate_data": {**lock["stages"]["locate_data"], "outs": []}}
+    gone = dict(kept["locate_data"], cmd="python stages/transfer.py gone method")
     (repo / "dvc.lock").write_text(yaml.safe_dump(
         {"schema": lock["schema"], "stages": {**kept, "transfer@gone-method": gone}},
         sort_keys=False))
@@ -126,3 +127,28 @@ def test_overrides_are_checked_before_dvc_and_a_rejected_one_leaves_params_alone
     assert args.read_text().split("\n")[:7] == [
         "exp", "run", "-S", "profile=tiny", "-S", "pretrain_bilm.steps=7", "-S"]
     assert args.read_text().split("\n")[7] == "grid.tasks=[ud_pos]"
+
+
+def test_a_run_ends_by_rehashing_every_output_and_names_a_corrupt_one(tmp_path):
+    """DVC trusts what it restores from its cache; make repro rehashes the outputs dvc.lock
+    records once the run has succeeded, and fails naming a file whose bytes differ."""
+    import hashlib
+
+    import yaml
+
+    (tmp_path / "repo").mkdir()
+    repo = scratch_repo(tmp_path / "repo", "tiny")
+    out = repo / "data" / "sources.json"
+    out.parent.mkdir(parents=True)
+    out.write_text("{}\n")
+    md5 = hashlib.md5(b"{}\n").hexdigest()
+    (repo / "dvc.lock").write_text(yaml.safe_dump({"schema": "2.0", "stages": {"locate_data": {
+        "cmd": "python stages/locate_data.py",
+        "outs": [{"path": "data/sources.json", "hash": "md5", "md5": md5, "size": 3}]}}}))
+    proc = repro(repo, fake_dvc(tmp_path, "exit 0"))
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and "every output matches dvc.lock" in err, err
+    out.write_text("{\"x\": 1}\n")  # what a corrupt, trusted cache object would put there
+    proc = repro(repo, fake_dvc(tmp_path, "exit 0"))
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1 and "data/sources.json: md5" in err and "--repair" in err, err

@@ -20,6 +20,8 @@
    defines (a cell of another profile's grid): DVC keeps them forever, so the lock would record
    stages that did not run, and DVC re-reads and re-writes the whole lock after every stage.
    The run cache still holds them: switching back restores those cells without running them.
+6. Then every output is rehashed against ``dvc.lock`` (``ctxrep verify``): DVC trusts what it
+   restores from its cache, so a corrupt object would otherwise reach the workspace silently.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from pathlib import Path
 
 from ctxrep import config, workspace
 from ctxrep.tracking import PIPELINE_ENV
+from ctxrep.verify import run_verify
 
 LOCK = Path(".dvc/tmp/ctxrep-repro.lock")
 BRANCH = Path(".dvc/tmp/ctxrep-branch")
@@ -145,6 +148,10 @@ def main(argv: list[str]) -> int:
         if stale:
             say(f"dvc.lock: dropped {len(stale)} entries of stages this pipeline no longer "
                 f"defines ({', '.join(stale[:3])}{', …' if len(stale) > 3 else ''})")
+        # What DVC skipped or restored (checked out, pulled) it trusts: a corrupt cache object
+        # that is read-only is never rehashed by DVC. Rehash every output once, here.
+        if run_verify(".", say=lambda line: print(line, file=sys.stderr, flush=True)) != 0:
+            return 1
         say("done. Report: reports/report.md; numbers: dvc metrics show / dvc exp show")
     return rc
 
