@@ -178,3 +178,11 @@ def test_a_log_file_gets_one_line_per_evaluation_and_no_redraws(tmp_path, caplog
                                                        "toy: step 25/25"]
     assert all("mse " in line for line in lines)
     assert "\r" not in capfd.readouterr().err
+
+
+def test_checkpoint_keys_change_with_the_code(monkeypatch):
+    """A resume after a code change would mix two programs in one run: the key moves."""
+    key = loop.run_key({"lr": 0.1}, {"data": "x"})
+    assert loop.run_key({"lr": 0.1}, {"data": "x"}) == key
+    monkeypatch.setattr(loop, "code_fingerprint", lambda: "other code")
+    assert loop.run_key({"lr": 0.1}, {"data": "x"}) != key

@@ -14,6 +14,7 @@ from a checkpoint at step k replays steps k.. exactly as an uninterrupted run wo
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -411,10 +412,21 @@ def heldout_curve(result: TrainResult) -> list[dict]:
 
 
 def run_key(*parts) -> str:
-    """A checkpoint folder name from a run's params and data: a changed run never resumes an
-    old one's checkpoints."""
-    blob = json.dumps(parts, sort_keys=True, default=str).encode()
+    """A checkpoint folder name from a run's params and data and the package's code: a changed
+    run, or the same run under changed code, never resumes an old one's checkpoints."""
+    blob = json.dumps([code_fingerprint(), *parts], sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """sha256 over the ctxrep package's Python files (paths and bytes): resuming a checkpoint
+    written by other code would mix two programs in one run."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
 
 
 def publish(ctx, name: str, result: TrainResult, evaluation: dict, n_params: int,
