@@ -463,3 +463,21 @@ def test_published_weights_run_through_the_same_pipeline(run, tmp_path):
     assert f"sha256 `{sha256_file(ELMO_FIXTURE / 'lm_weights.hdf5')}`" in report
     assert f"- BERT: **published weights**, imported from `{bert}`:" in report
     assert "## Weights" in (copy / "reports/compute.md").read_text()
+
+
+@pytest.mark.slow
+def test_make_exp_show_fits_one_screen_with_the_headlines(run, tmp_path):
+    """`make exp-show`'s own filter (read from the Makefile), run by DVC on a finished run: at
+    most 40 columns, the verdict counts and the biLM's perplexity among them."""
+    import re
+
+    repo, _, env = run
+    makefile = (REPO / "Makefile").read_text()
+    sections = re.search(r"^PARAM_SECTIONS := (.+)$", makefile, re.M).group(1)
+    drop = re.search(r"exp show --md --drop '(.+)'$", makefile, re.M).group(1)
+    drop = drop.replace("$(PARAM_SECTIONS)", sections).replace("$$", "$")
+    table = _dvc(repo, "exp", "show", "--md", "--drop", drop, env=env, stdout_only=True)
+    header = [c.strip() for c in table.splitlines()[0].strip("|").split("|")]
+    assert len(header) <= 40, header
+    assert {"claims.reproduced", "pretrain.bilm.val_ppl", "profile"} <= set(header), header
+    assert not [c for c in header if "/" in c or c.endswith((".low", ".high"))], header

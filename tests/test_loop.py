@@ -186,3 +186,19 @@ def test_checkpoint_keys_change_with_the_code(monkeypatch):
     assert loop.run_key({"lr": 0.1}, {"data": "x"}) == key
     monkeypatch.setattr(loop, "code_fingerprint", lambda: "other code")
     assert loop.run_key({"lr": 0.1}, {"data": "x"}) != key
+
+
+def test_library_progress_bars_never_reach_a_stage_log(tmp_path):
+    """datasets' "Saving the dataset" and transformers' bars were carriage-return redraws in
+    `make repro`'s log: a stage turns them off, also when the library was imported first."""
+    import subprocess
+    import sys
+
+    code = ("import datasets, transformers\n"
+            "from ctxrep.stage import setup_logging\n"
+            "setup_logging()\n"
+            f"datasets.Dataset.from_dict({{'a': list(range(3000))}}).save_to_disk({str(tmp_path / 'ds')!r})\n"
+            "assert not transformers.utils.logging.is_progress_bar_enabled()\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "\r" not in proc.stderr and "Saving the dataset" not in proc.stderr

@@ -276,3 +276,87 @@ def test_sts_style_score_tsv_reads_floats_with_bom_and_names_a_bad_score(tmp_pat
     path.write_text("sentence1\tsentence2\tscore\na\tb\tfive\n")
     with pytest.raises(R.DataError, match=r"train.tsv:2: score 'five' \(column score\) is not a number"):
         list(R.tsv_pair_score(path, R.ReadStats(), "sentence1", "sentence2", "score"))
+
+
+# --- skipping malformed rows on an explicit allowance (DatasetSpec.skip_malformed) ------------
+
+_COLA = "gj04\t1\t\tThe sailors rode the breeze.\ngj04\t0\t*\tThe more we eat.\n"
+
+
+def _cola(path, stats):
+    return list(R.tsv_headerless(path, stats, 4, text=3, label=1, labels=["0", "1"]))
+
+
+def test_a_malformed_row_is_an_error_by_default(tmp_path):
+    path = tmp_path / "train.tsv"
+    path.write_text(_COLA + "gj04 1\t\tA space, not a tab.\n")
+    with pytest.raises(R.DataError, match=r"train.tsv:3: expected 4 tab-separated columns, got 3"):
+        _cola(path, R.ReadStats())
+
+
+def test_skip_malformed_skips_and_records_each_malformed_row(tmp_path):
+    path = tmp_path / "train.tsv"
+    path.write_text(_COLA + "gj04 1\t\tA space, not a tab.\ngj04\t1\t\tLast one.\n")
+    stats = R.ReadStats(skip_malformed=1)
+    rows = _cola(path, stats)
+    assert [r["text"] for r in rows] == ["The sailors rode the breeze.", "The more we eat.",
+                                         "Last one."]
+    assert stats.skipped == [{"file": str(path), "line": 3,
+                              "reason": "expected 4 tab-separated columns, got 3"}]
+    # a bad label is skipped the same way; the header-row readers too
+    path.write_text(_COLA + "gj04\t7\t\tBad label.\n")
+    stats = R.ReadStats(skip_malformed=1)
+    assert len(_cola(path, stats)) == 2 and stats.skipped[0]["line"] == 3
+    pair = tmp_path / "pair.tsv"
+    pair.write_text("s1\ts2\tlabel\nA.\tB.\tyes\nA.\tB. no\nC.\tD.\tmaybe\nE.\tF.\tno\n")
+    stats = R.ReadStats(skip_malformed=2)
+    rows = list(R.tsv_pair(pair, stats, "s1", "s2", "label", ["yes", "no"]))
+    assert [r["label"] for r in rows] == [0, 1]
+    assert [(s["line"], s["reason"][:8]) for s in stats.skipped] == \
+        [(3, "expected"), (4, "label 'm")]
+    score = tmp_path / "score.tsv"
+    score.write_text("s1\ts2\tscore\nA.\tB.\t4.5\nA.\tB.\tn/a\n")
+    stats = R.ReadStats(skip_malformed=1)
+    assert [r["label"] for r in R.tsv_pair_score(score, stats, "s1", "s2", "score")] == [4.5]
+    assert stats.skipped[0]["line"] == 3 and "not a number" in stats.skipped[0]["reason"]
+    # a header that lacks a column is never skipped
+    with pytest.raises(R.DataError, match="header lacks columns"):
+        list(R.tsv_pair_score(score, R.ReadStats(skip_malformed=5), "s1", "s2", "similarity"))
+
+
+def test_more_malformed_rows_than_allowed_is_the_error_naming_the_count(tmp_path):
+    path = tmp_path / "train.tsv"
+    path.write_text(_COLA + "gj04 1\t\tOne.\ngj04\t1\t\tFine.\ngj04 0\t*\tTwo.\n")
+    with pytest.raises(R.DataError, match=r"train.tsv:5: expected 4 tab-separated columns, got 3 "
+                                          r"\(malformed row 2: more than the 1 that "
+                                          r"skip_malformed allows\)"):
+        _cola(path, R.ReadStats(skip_malformed=1))
+
+
+def test_fetch_writes_the_skipped_rows_into_the_manifest(tmp_path, monkeypatch):
+    import dataclasses
+
+    from ctxrep.data import registry, sources
+    from ctxrep.data import schemas as S
+
+    mirror = tmp_path / "mirror"
+    (mirror / "tasks/cola").mkdir(parents=True)
+    (mirror / "tasks/cola/train.tsv").write_text(_COLA + "gj04 1\t\tA space, not a tab.\n")
+    (mirror / "tasks/cola/dev.tsv").write_text(_COLA)
+    monkeypatch.setenv("CTXREP_DATA_MIRROR", str(mirror))
+    strict = registry.DatasetSpec(
+        name="cola", kind="classification", features=S.classification(["0", "1"]),
+        mirror=("tasks/cola/train.tsv", "tasks/cola/dev.tsv"),
+        read_mirror=lambda paths, stats, opts: {split: _cola(paths[i], stats)
+                                                for split, i in (("train", 0), ("validation", 1))})
+    with pytest.raises(R.DataError, match="train.tsv:3: expected 4"):
+        sources.fetch(strict, "mirror", {}, tmp_path / "strict")
+    m = sources.fetch(dataclasses.replace(strict, skip_malformed=1), "mirror", {}, tmp_path / "out")
+    assert m["rows"] == {"train": 2, "validation": 2}
+    assert m["skipped_rows"] == {"count": 1, "limit": 1, "rows": [
+        {"file": "tasks/cola/train.tsv", "line": 3,
+         "reason": "expected 4 tab-separated columns, got 3"}]}
+    assert json.loads((tmp_path / "out/MANIFEST.json").read_text())["skipped_rows"] == \
+        m["skipped_rows"]
+    (mirror / "tasks/cola/train.tsv").write_text(_COLA)  # a strict task's manifest has no entry
+    assert "skipped_rows" not in sources.fetch(strict, "mirror", {}, tmp_path / "clean")

@@ -768,3 +768,22 @@ def test_demote_headings_keeps_nesting_and_caps_at_six():
     assert demote_headings("### a\n#### b") == "### a\n#### b"     # already below
     assert demote_headings("# a\n###### b", top=3) == "### a\n###### b"
     assert demote_headings("#hashtag\nplain") == "#hashtag\nplain"
+
+
+def test_data_section_says_which_malformed_rows_a_task_skipped(tmp_path):
+    root = make_repo(tmp_path)
+    rows = [{"file": "tasks/sst/stsa.binary.train", "line": n, "reason": "expected 4 columns"}
+            for n in (3, 17)]
+    write(root, "data/raw/tasks/sst2/MANIFEST.json", {
+        "available": True, "source": "mirror", "fallback": None,
+        "rows": {"train": 10, "validation": 5},
+        "skipped_rows": {"count": 3, "limit": 5, "rows": rows}})
+    write(root, "data/raw/tasks/conll2003/MANIFEST.json", {
+        "available": True, "source": "mirror", "fallback": None,
+        "rows": {"train": 10, "validation": 5},
+        "skipped_rows": {"count": 0, "limit": 5, "rows": []}})
+    data = section(report_for(root).markdown, "## Data and models")
+    assert ("- `sst2`: 3 malformed rows skipped (tasks/sst/stsa.binary.train:3, "
+            "tasks/sst/stsa.binary.train:17 and 1 more; `skip_malformed=5` in the registry)") \
+        in data
+    assert "`conll2003`:" not in data and data.count("malformed row") == 1

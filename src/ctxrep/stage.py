@@ -37,7 +37,24 @@ def setup_logging() -> None:
                         datefmt="%H:%M:%S", stream=sys.stderr, force=True)
     for noisy in ("alembic", "mlflow", "urllib3", "filelock", "datasets", "httpx"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    quiet_library_progress_bars()
+
+
+def quiet_library_progress_bars() -> None:
+    """No progress bars from the libraries a stage calls (datasets' "Generating train split",
+    transformers' "Loading weights", MLflow's "Downloading artifacts"): in a log each is a run of
+    carriage-return redraws; the stage's own bars and log lines say where it is. A library that
+    is already imported (by the stage script's imports) is told directly, later ones by their
+    environment variables."""
     os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    if "datasets" in sys.modules:
+        sys.modules["datasets"].disable_progress_bars()
+    if "transformers" in sys.modules:
+        sys.modules["transformers"].utils.logging.disable_progress_bar()
+    if "huggingface_hub" in sys.modules:
+        sys.modules["huggingface_hub"].utils.disable_progress_bars()
 
 
 @dataclass

@@ -12,8 +12,12 @@ this command, which copies the head of each of the task's mirror files (from
 
 The head of a line-based file is its first ``records`` non-blank lines (a header row counts as
 one); a file with blank-line-separated blocks (CoNLL) is cut at the next blank line after
-them, so no sentence is split. Gzipped files stay gzipped. A JSON file cannot be cut by lines:
-the command names it and stops, and its fixture is written by hand.
+them, so no sentence is split. An XML file (``.xml``, or one that opens with an XML declaration)
+is cut by record: the first ``records`` children of its root element, under the same root tag and
+attributes and the same declaration, so the fixture is well-formed XML. Gzipped files stay
+gzipped. A file that cannot be cut safely (JSON, an archive or other binary file, XML that does
+not parse) is named and the command stops (exit 2) before it writes anything; such a fixture is
+written by hand.
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ from __future__ import annotations
 import argparse
 import gzip
 import os
+import re
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from ctxrep.data import registry
@@ -44,6 +50,64 @@ def head_lines(lines: list[str], records: int) -> list[str]:
     return kept
 
 
+# Not cut by lines or records: written by hand (named by the suffix of the file's name, after .gz).
+UNCUTTABLE = {".json": "a JSON file cannot be cut by lines",
+              **{s: "an archive or binary file cannot be cut by lines"
+                 for s in (".zip", ".tar", ".tgz", ".bz2", ".xz", ".7z", ".parquet", ".arrow",
+                           ".xlsx", ".pkl", ".npy", ".npz")}}
+_XML_DECL = re.compile(rb"\A(?:\xef\xbb\xbf)?\s*(<\?xml\b[^>]*\?>)")
+_XML_ENCODING = re.compile(rb"""encoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
+
+
+def head_xml(raw: bytes, records: int, path: Path) -> bytes:
+    """The first ``records`` children of the root element of the XML document ``raw``, as a
+    well-formed document with the same root tag and attributes and the same XML declaration."""
+    try:
+        root = ET.fromstring(raw)
+    except ET.ParseError as e:
+        raise DataError(path, f"not well-formed XML ({e}): cannot cut its fixture by record; "
+                              f"write it by hand") from None
+    children = list(root)
+    if len(children) > records:
+        last_tail = children[-1].tail  # the text before the root's closing tag
+        for extra in children[records:]:
+            root.remove(extra)
+        if records:
+            children[records - 1].tail = last_tail
+    decl = _XML_DECL.match(raw)
+    enc = _XML_ENCODING.search(decl.group(1)) if decl else None
+    encoding = enc.group(1).decode("ascii") if enc else "utf-8"
+    body = ET.tostring(root, encoding=encoding, xml_declaration=False)
+    out = (decl.group(1) + b"\n" if decl else b"") + body + b"\n"
+    try:
+        ET.fromstring(out)
+    except ET.ParseError as e:  # e.g. a DOCTYPE the records need: refuse rather than write it
+        raise DataError(path, f"its first {records} records do not make well-formed XML on "
+                              f"their own ({e}); write its fixture by hand") from None
+    return out
+
+
+def is_xml(path: Path, raw: bytes) -> bool:
+    """An ``.xml`` (or ``.xml.gz``) file, or one that opens with an XML declaration."""
+    name = path.name[:-3] if path.suffix == ".gz" else path.name
+    return name.endswith(".xml") or _XML_DECL.match(raw) is not None
+
+
+def cut(path: Path, raw: bytes, records: int, out: Path) -> bytes:
+    """The head of one (decompressed) mirror file, or a DataError naming it if it cannot be cut."""
+    inner = Path(path.name[:-3] if path.suffix == ".gz" else path.name).suffix.lower()
+    if inner in UNCUTTABLE:
+        raise DataError(path, f"{UNCUTTABLE[inner]}: write its fixture by hand under {out}")
+    if is_xml(path, raw):
+        return head_xml(raw, records, path)
+    if b"\0" in raw:
+        raise DataError(path, f"a binary file (it holds NUL bytes) cannot be cut by lines: write "
+                              f"its fixture by hand under {out}")
+    text = raw.decode("utf-8", errors="surrogateescape")
+    lines = head_lines(text.splitlines(keepends=True), records)
+    return "".join(lines).encode("utf-8", errors="surrogateescape")
+
+
 def write_fixture(task: str, out: Path = DEFAULT_OUT, records: int = 20) -> list[Path]:
     """Write the heads of ``task``'s mirror files under ``out``; return the files written."""
     from ctxrep.data.sources import _mirror_files
@@ -53,17 +117,16 @@ def write_fixture(task: str, out: Path = DEFAULT_OUT, records: int = 20) -> list
     if files is None:
         raise DataError(os.environ.get(MIRROR_ENV, f"${MIRROR_ENV}"),
                         f"cannot cut a fixture of {task}: {why}")
-    root, written = Path(os.environ[MIRROR_ENV]), []
-    for path in files:
-        if path.suffix == ".json":
-            raise DataError(path, "a JSON file cannot be cut by lines: write its fixture by hand "
-                                  f"under {out}")
+    root, heads, written = Path(os.environ[MIRROR_ENV]), [], []
+    for path in files:  # every file is cut before any is written: a refusal leaves no half fixture
         gz = path.suffix == ".gz"
-        with (gzip.open if gz else open)(path, "rb") as f:
-            raw = f.read()
-        text = raw.decode("utf-8", errors="surrogateescape")
-        lines = head_lines(text.splitlines(keepends=True), records)
-        data = "".join(lines).encode("utf-8", errors="surrogateescape")
+        try:
+            with (gzip.open if gz else open)(path, "rb") as f:
+                raw = f.read()
+        except (gzip.BadGzipFile, EOFError, OSError) as e:
+            raise DataError(path, f"cannot be read ({e.__class__.__name__}: {e})") from None
+        heads.append((path, gz, cut(path, raw, records, out)))
+    for path, gz, data in heads:
         target = out / path.relative_to(root)
         with atomic_file(target, "wb") as f:
             f.write(gzip.compress(data, mtime=0) if gz else data)
@@ -74,7 +137,8 @@ def write_fixture(task: str, out: Path = DEFAULT_OUT, records: int = 20) -> list
 def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("task", help="a task of the registry")
     ap.add_argument("--records", type=int, default=20,
-                    help="non-blank lines kept per file (default 20)")
+                    help="records kept per file: non-blank lines (whole blank-line blocks), "
+                         "or an XML root's children (default 20)")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT,
                     help=f"the fixture mirror folder (default {DEFAULT_OUT})")
 

@@ -1,8 +1,11 @@
 """Readers for the published formats. Each yields canonical rows (see :mod:`ctxrep.data.schemas`).
 
 Readers are strict: a malformed line raises :class:`DataError` naming the file and line and what
-was expected. Bytes that are not UTF-8 are replaced (U+FFFD) and counted in a :class:`ReadStats`,
-which the fetch stage records in the manifest. Every reader goes through :func:`read_lines`, so
+was expected. The TSV readers can skip malformed rows instead, on an explicit allowance
+(``DatasetSpec.skip_malformed``, carried by :class:`ReadStats`): each skip is recorded (file, line,
+reason) for the manifest, and one more than allowed is the same error, naming the count. Bytes
+that are not UTF-8 are replaced (U+FFFD) and counted in a :class:`ReadStats`, which the fetch
+stage records in the manifest. Every reader goes through :func:`read_lines`, so
 each format tolerates a UTF-8 byte-order mark at the start of a file and CRLF line ends.
 """
 
@@ -14,7 +17,7 @@ import random
 import re
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ctxrep.errors import InputError
@@ -25,7 +28,7 @@ class DataError(InputError):
 
     def __init__(self, path: Path | str, message: str, line: int | None = None):
         where = f"{path}:{line}" if line is not None else f"{path}"
-        self.path, self.line = str(path), line
+        self.path, self.line, self.message = str(path), line, message
         super().__init__(f"{where}: {message}")
 
 
@@ -34,6 +37,19 @@ class ReadStats:
     """Counts a reader accumulates for the manifest."""
 
     replaced_lines: int = 0  # lines that held bytes which are not UTF-8
+    skip_malformed: int = 0  # malformed rows that may be skipped (0: every one is an error)
+    skipped: list = field(default_factory=list)  # {"file", "line", "reason"} of each row skipped
+
+    def skip(self, error: DataError) -> None:
+        """Record the malformed row ``error`` names as skipped, or raise it: always when
+        ``skip_malformed`` is 0, else with the count once more rows are malformed than allowed."""
+        if self.skip_malformed <= 0:
+            raise error
+        if len(self.skipped) >= self.skip_malformed:
+            raise DataError(error.path, f"{error.message} (malformed row {len(self.skipped) + 1}"
+                                        f": more than the {self.skip_malformed} that "
+                                        f"skip_malformed allows)", error.line) from error
+        self.skipped.append({"file": error.path, "line": error.line, "reason": error.message})
 
     def decode(self, raw: bytes) -> str:
         try:
@@ -235,7 +251,8 @@ SICK_LABELS = ["ENTAILMENT", "NEUTRAL", "CONTRADICTION"]
 
 
 def tsv_rows(path: Path, stats: ReadStats, required: list[str]) -> Iterator[tuple[int, dict]]:
-    """(line number, {column: value}) of a TSV with a header row holding ``required``."""
+    """(line number, {column: value}) of a TSV with a header row holding ``required``; a row
+    with another number of columns is an error, or skipped as ``stats.skip`` allows."""
     header = None
     for n, line in read_lines(path, stats):
         if not line.strip():
@@ -248,7 +265,9 @@ def tsv_rows(path: Path, stats: ReadStats, required: list[str]) -> Iterator[tupl
                 raise DataError(path, f"header lacks columns {missing}; found {header}", n)
             continue
         if len(cols) != len(header):
-            raise DataError(path, f"expected {len(header)} tab-separated columns, got {len(cols)}", n)
+            stats.skip(DataError(path, f"expected {len(header)} tab-separated columns, got "
+                                       f"{len(cols)}", n))
+            continue
         yield n, dict(zip(header, cols))
 
 
@@ -307,7 +326,8 @@ def tsv_pair(path: Path, stats: ReadStats, text: str, text_pair: str, label: str
     """A GLUE-style TSV with a header row: two text columns and a label column, by name."""
     for n, row in tsv_rows(path, stats, [text, text_pair, label]):
         if row[label] not in labels:
-            raise DataError(path, f"label {row[label]!r} is not one of {labels}", n)
+            stats.skip(DataError(path, f"label {row[label]!r} is not one of {labels}", n))
+            continue
         yield {"text": row[text], "text_pair": row[text_pair], "label": labels.index(row[label])}
 
 
@@ -326,8 +346,12 @@ def tsv_pair_score(path: Path, stats: ReadStats, text: str, text_pair: str,
     """A GLUE-style TSV with a header row and a float score column (STS-B: ``sentence1
     sentence2 score``): rows of the ``regression`` kind."""
     for n, row in tsv_rows(path, stats, [text, text_pair, score]):
-        yield {"text": row[text], "text_pair": row[text_pair],
-               "label": _score(row[score], path, n, score)}
+        try:
+            value = _score(row[score], path, n, score)
+        except DataError as e:
+            stats.skip(e)
+            continue
+        yield {"text": row[text], "text_pair": row[text_pair], "label": value}
 
 
 def sick_relatedness(path: Path, stats: ReadStats) -> Iterator[dict]:
@@ -337,13 +361,16 @@ def sick_relatedness(path: Path, stats: ReadStats) -> Iterator[dict]:
 
 
 def tsv_fields(path: Path, stats: ReadStats, n_columns: int) -> Iterator[tuple[int, list[str]]]:
-    """(line number, fields) of a headerless TSV whose every non-blank line has ``n_columns``."""
+    """(line number, fields) of a headerless TSV whose every non-blank line has ``n_columns``
+    (a line that has not is an error, or skipped as ``stats.skip`` allows)."""
     for n, line in read_lines(path, stats):
         if not line.strip():
             continue
         cols = line.split("\t")
         if len(cols) != n_columns:
-            raise DataError(path, f"expected {n_columns} tab-separated columns, got {len(cols)}", n)
+            stats.skip(DataError(path, f"expected {n_columns} tab-separated columns, got "
+                                       f"{len(cols)}", n))
+            continue
         yield n, cols
 
 
@@ -356,7 +383,9 @@ def tsv_headerless(path: Path, stats: ReadStats, n_columns: int, text: int, labe
         raise ValueError(f"column indices {used} must lie in 0..{n_columns - 1}")
     for n, cols in tsv_fields(path, stats, n_columns):
         if cols[label] not in labels:
-            raise DataError(path, f"label {cols[label]!r} (column {label}) is not one of {labels}", n)
+            stats.skip(DataError(path, f"label {cols[label]!r} (column {label}) is not one of "
+                                       f"{labels}", n))
+            continue
         row = {"text": cols[text]}
         if text_pair is not None:
             row["text_pair"] = cols[text_pair]

@@ -49,6 +49,8 @@ class DatasetSpec:
     metrics: tuple[str, ...] = ()                # metric modules (ctxrep.metrics), primary first
     description: str = ""
     sha256: dict = field(default_factory=dict)   # mirror path -> pinned sha256 of the published file
+    skip_malformed: int = 0                      # malformed rows the TSV readers may skip
+                                                 # (recorded in the manifest); 0: strict
 
     @property
     def metric(self) -> str | None:

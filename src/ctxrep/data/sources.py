@@ -248,7 +248,7 @@ def fetch(spec: DatasetSpec, source: str, opts: dict, out_dir: Path, max_rows: i
                                                if len(unpinned) > 3 else "")
             log.warning("%s: no sha256 pinned for %d file(s) (%s); `ctxrep pin %s` pins the "
                         "copy you have", spec.name, len(unpinned), shown, spec.name)
-    stats = R.ReadStats()
+    stats = R.ReadStats(skip_malformed=spec.skip_malformed)
     if res.kind == "mirror":
         splits = spec.read_mirror(res.files, stats, opts)
     elif res.kind == "package":
@@ -300,8 +300,32 @@ def fetch(spec: DatasetSpec, source: str, opts: dict, out_dir: Path, max_rows: i
         if stats.replaced_lines:
             log.warning("%s: %d lines held bytes that are not UTF-8; replaced with U+FFFD",
                         spec.name, stats.replaced_lines)
+        if spec.skip_malformed:  # only then: a strict task's manifest keeps its bytes
+            manifest["skipped_rows"] = skipped_rows(stats.skipped, spec.skip_malformed,
+                                                    os.environ.get(MIRROR_ENV))
+            if stats.skipped:
+                log.warning("%s: skipped %d malformed row(s) (skip_malformed=%d): %s", spec.name,
+                            len(stats.skipped), spec.skip_malformed,
+                            ", ".join(f"{r['file']}:{r['line']}"
+                                      for r in manifest["skipped_rows"]["rows"]))
         write_json(tmp / "MANIFEST.json", manifest)
     return manifest
+
+
+SKIPPED_ROWS_LISTED = 20  # the manifest lists at most this many skipped rows; "count" has them all
+
+
+def skipped_rows(skipped: list[dict], limit: int, root: str | None) -> dict:
+    """The manifest's record of the malformed rows a reader skipped: their count, the
+    allowance (``DatasetSpec.skip_malformed``) and the first few (file relative to the mirror,
+    line, reason)."""
+    rows = []
+    for row in skipped[:SKIPPED_ROWS_LISTED]:
+        f = Path(row["file"])
+        if root and f.is_relative_to(root):
+            f = f.relative_to(root)
+        rows.append({"file": f.as_posix(), "line": row["line"], "reason": row["reason"]})
+    return {"count": len(skipped), "limit": limit, "rows": rows}
 
 
 def pin_status(spec: DatasetSpec, hashes: dict[str, str], checked: bool) -> dict:

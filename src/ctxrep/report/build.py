@@ -125,7 +125,7 @@ def pin_cell(manifest: dict) -> str:
 def task_table(inputs: ReportInputs) -> str:
     """Every fetched task (not only the grid's): where it came from, whether its files are
     pinned to the published sha256, or why it is missing."""
-    rows, unavailable = [], []
+    rows, unavailable, skips = [], [], []
     for task in inputs.task_manifests:
         manifest = inputs.task_manifests.get(task)
         if manifest is None:
@@ -138,12 +138,29 @@ def task_table(inputs: ReportInputs) -> str:
             sizes = ", ".join(f"{split} {n:,}" for split, n in (manifest.get("rows") or {}).items())
             status = "available" + (" (fallback)" if manifest.get("fallback") else "")
             rows.append([task, status, manifest.get("source", MISSING), sizes, pin_cell(manifest)])
+            if (line := skipped_rows_line(task, manifest)) is not None:
+                skips.append(line)
     table = markdown_table(["task", "status", "source", "examples", "sha256"], rows)
     notes = []
     if any("unpinned" in row[4] or " of " in row[4] for row in rows):
         notes.append("An unpinned task's mirror files were used as found: `ctxrep pin <task>` "
                      "pins the published files' sha256 in the registry, and fetch then checks them.")
-    return "\n".join([table, "", *unavailable, *notes]).rstrip()
+    return "\n".join([table, "", *unavailable, *skips, *notes]).rstrip()
+
+
+def skipped_rows_line(task: str, manifest: dict) -> str | None:
+    """The line "N malformed rows skipped (file:line …)" for a task whose reader skipped any
+    (``DatasetSpec.skip_malformed``), else None."""
+    skipped = manifest.get("skipped_rows") or {}
+    count = skipped.get("count", 0)
+    if not count:
+        return None
+    where = ", ".join(f"{r.get('file', MISSING)}:{r.get('line', MISSING)}"
+                      for r in skipped.get("rows", []))
+    more = count - len(skipped.get("rows", []))
+    where += f" and {more} more" if more > 0 else ""
+    return (f"- `{task}`: {count} malformed row{'s' if count != 1 else ''} skipped ({where}; "
+            f"`skip_malformed={skipped.get('limit', MISSING)}` in the registry)")
 
 
 def _imported(inputs: ReportInputs, model: str) -> dict | None:
