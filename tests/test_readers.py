@@ -127,6 +127,17 @@ def test_glue_style_tsv_pair_reader(tmp_path):
         list(R.tsv_pair(path, R.ReadStats(), "sentence1", "sentence2", "label", ["yes", "no"]))
 
 
+def test_raw_sentences_are_tokenized_with_the_corpus_tokenizer_on_request(tmp_path):
+    """tokenize=True: ``rains.`` becomes ``rains .``, as the corpus was split (the transfer
+    code splits texts on whitespace); the default keeps a pre-tokenized source as it is."""
+    path = tmp_path / "train.tsv"
+    path.write_text("s1\ts2\tlabel\nIt rains, doesn't it?\tNo.\t1\n")
+    raw = next(R.tsv_pair(path, R.ReadStats(), "s1", "s2", "label", ["0", "1"]))
+    assert raw["text"] == "It rains, doesn't it?"
+    row = next(R.tsv_pair(path, R.ReadStats(), "s1", "s2", "label", ["0", "1"], tokenize=True))
+    assert (row["text"], row["text_pair"]) == ("It rains , does n't it ?", "No .")
+
+
 # --- byte-order mark and CRLF line ends ------------------------------------------------------
 
 BOM = "\ufeff"  # encodes to b"\xef\xbb\xbf" in UTF-8

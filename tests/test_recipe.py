@@ -42,7 +42,7 @@ ENTRIES = '''
         features=S.classification(["unacceptable", "acceptable"]),
         mirror=("tasks/cola/train.tsv", "tasks/cola/dev.tsv"),
         read_mirror=_one({"train": 0, "validation": 1}, lambda p, s: R.tsv_headerless(
-            p, s, 4, text=3, label=1, labels=["0", "1"])),
+            p, s, 4, text=3, label=1, labels=["0", "1"], tokenize=True)),
         hub=HubSource("nyu-mll/glue", "cola", splits={"train": "train", "validation": "validation"},
                       columns={"text": "sentence", "label": "label"}),
         metrics=("matthews_correlation", "accuracy"), description="CoLA acceptability"),
@@ -51,7 +51,7 @@ ENTRIES = '''
         features=S.classification(["not_paraphrase", "paraphrase"], pair=True),
         mirror=("tasks/mrpc/msr_paraphrase_train.txt", "tasks/mrpc/msr_paraphrase_test.txt"),
         read_mirror=_one({"train": 0, "validation": 1}, lambda p, s: R.tsv_pair(
-            p, s, "#1 String", "#2 String", "Quality", ["0", "1"])),
+            p, s, "#1 String", "#2 String", "Quality", ["0", "1"], tokenize=True)),
         metrics=("accuracy", "binary_f1"), description="MRPC paraphrase"),
     "chunk": DatasetSpec(
         name="chunk", kind="tagging", features=S.tagging(R.CHUNK_TAGS),
@@ -63,7 +63,7 @@ ENTRIES = '''
         name="stsb", kind="regression", features=S.regression(),
         mirror=("tasks/stsb/train.tsv", "tasks/stsb/dev.tsv"),
         read_mirror=_one({"train": 0, "validation": 1}, lambda p, s: R.tsv_pair_score(
-            p, s, "sentence1", "sentence2", "score")),
+            p, s, "sentence1", "sentence2", "score", tokenize=True)),
         metrics=("pearson_spearman",), description="STS-B similarity"),'''
 
 # The reader the chunking format needs, appended to readers.py.
@@ -232,6 +232,24 @@ def test_the_report_shows_each_new_task_with_its_metrics_and_baselines(recipe, t
     assert "| baseline: majority |" in table or "| baseline: mean |" in table
     assert "| baseline: tfidf-lr |" in table or "| baseline: lookup |" in table \
         or "| baseline: tfidf-ridge |" in table
+
+
+@pytest.mark.parametrize("task", NEW_TASKS)
+def test_the_new_tasks_come_out_tokenized_and_the_static_vectors_know_their_words(recipe, task):
+    """Step 2's rule: readers yield tokenized text. The published sentences are raw (``noun.``),
+    so the readers tokenize them (``tokenize=True``); a reader that did not would leave the
+    `static` cell without vectors for every sentence-final word."""
+    import datasets
+
+    from ctxrep.text.segment import word_tokenize
+
+    repo = recipe["repo"]
+    train = datasets.load_from_disk(str(repo / f"data/raw/tasks/{task}/dataset"))["train"]
+    for field in ("text", "text_pair"):
+        if field in train.column_names:
+            assert all(t == " ".join(word_tokenize(t)) for t in train[field]), field
+    record = json.loads((repo / f"metrics/transfer/{task}/static.json").read_text())
+    assert record["word_vector_oov_rate"] < 0.05, record["word_vector_oov_rate"]
 
 
 def test_the_data_section_shows_the_new_tasks_pinned_and_checked(recipe):

@@ -321,14 +321,27 @@ def split_articles(articles: list[list[dict]], train_fraction: float, seed: int)
     return pick(order[:n_train]), pick(order[n_train:])
 
 
+def words(text: str, tokenize: bool) -> str:
+    """A task text as the transfer code reads it: space-separated words. ``tokenize``: split a
+    raw sentence with the project's word tokenizer (the corpus's), so that ``student?`` is
+    ``student ?``; otherwise the source is already tokenized and kept as it is."""
+    if not tokenize:
+        return text
+    from ctxrep.text.segment import word_tokenize
+
+    return " ".join(word_tokenize(text))
+
+
 def tsv_pair(path: Path, stats: ReadStats, text: str, text_pair: str, label: str,
-             labels: list[str]) -> Iterator[dict]:
-    """A GLUE-style TSV with a header row: two text columns and a label column, by name."""
+             labels: list[str], tokenize: bool = False) -> Iterator[dict]:
+    """A GLUE-style TSV with a header row: two text columns and a label column, by name
+    (``tokenize``: raw sentences, see :func:`words`)."""
     for n, row in tsv_rows(path, stats, [text, text_pair, label]):
         if row[label] not in labels:
             stats.skip(DataError(path, f"label {row[label]!r} is not one of {labels}", n))
             continue
-        yield {"text": row[text], "text_pair": row[text_pair], "label": labels.index(row[label])}
+        yield {"text": words(row[text], tokenize), "text_pair": words(row[text_pair], tokenize),
+               "label": labels.index(row[label])}
 
 
 def _score(value: str, path: Path, line: int, column) -> float:
@@ -342,16 +355,17 @@ def _score(value: str, path: Path, line: int, column) -> float:
 
 
 def tsv_pair_score(path: Path, stats: ReadStats, text: str, text_pair: str,
-                   score: str) -> Iterator[dict]:
+                   score: str, tokenize: bool = False) -> Iterator[dict]:
     """A GLUE-style TSV with a header row and a float score column (STS-B: ``sentence1
-    sentence2 score``): rows of the ``regression`` kind."""
+    sentence2 score``): rows of the ``regression`` kind (``tokenize``: see :func:`words`)."""
     for n, row in tsv_rows(path, stats, [text, text_pair, score]):
         try:
             value = _score(row[score], path, n, score)
         except DataError as e:
             stats.skip(e)
             continue
-        yield {"text": row[text], "text_pair": row[text_pair], "label": value}
+        yield {"text": words(row[text], tokenize), "text_pair": words(row[text_pair], tokenize),
+               "label": value}
 
 
 def sick_relatedness(path: Path, stats: ReadStats) -> Iterator[dict]:
@@ -375,9 +389,11 @@ def tsv_fields(path: Path, stats: ReadStats, n_columns: int) -> Iterator[tuple[i
 
 
 def tsv_headerless(path: Path, stats: ReadStats, n_columns: int, text: int, label: int,
-                   labels: list[str], text_pair: int | None = None) -> Iterator[dict]:
+                   labels: list[str], text_pair: int | None = None,
+                   tokenize: bool = False) -> Iterator[dict]:
     """A GLUE-style TSV without a header row (CoLA: ``SOURCE LABEL MARK SENTENCE``): a text
-    column, an optional second text column and a label column, by 0-based index."""
+    column, an optional second text column and a label column, by 0-based index
+    (``tokenize``: see :func:`words`)."""
     used = [text, label] + ([] if text_pair is None else [text_pair])
     if not all(0 <= i < n_columns for i in used):
         raise ValueError(f"column indices {used} must lie in 0..{n_columns - 1}")
@@ -386,8 +402,8 @@ def tsv_headerless(path: Path, stats: ReadStats, n_columns: int, text: int, labe
             stats.skip(DataError(path, f"label {cols[label]!r} (column {label}) is not one of "
                                        f"{labels}", n))
             continue
-        row = {"text": cols[text]}
+        row = {"text": words(cols[text], tokenize)}
         if text_pair is not None:
-            row["text_pair"] = cols[text_pair]
+            row["text_pair"] = words(cols[text_pair], tokenize)
         row["label"] = labels.index(cols[label])
         yield row
