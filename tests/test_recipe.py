@@ -176,6 +176,7 @@ def follow_recipe(root: Path, tiny_mirror: Path, tiny_run) -> None:
     # Step 6, on the tiny profile; the cost kept down with -S: only the new cells, one
     # method, one seed, and the pins checked (scratch repos turn the check off).
     compose(repo, "tiny", [f"grid.tasks=[{','.join(NEW_TASKS)}]", "grid.methods=[static]",
+                           "learning_curve.tasks=[]",  # its elmo curve needs extracted features
                            "transfer.common.seeds=[0]", "data.verify_sha256=true"])
     # `static` reads only the word vectors (x_k): no biLM features to extract
     shutil.copytree(tiny_run.repo / "data/models/static", repo / "data/models/static")
