@@ -15,14 +15,13 @@ import pytest
 import torch
 
 from ctxrep.cli import main
+from test_registry import tiny_bert  # the same tiny real BERT, saved as the stages save it
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 TEXT = ("The cat sat on the mat. The dog sat on the log.\n"
         "A cat and a dog sat on the mat. The zebra sat.\n")
 VOCAB = ["<S>", "</S>", "<UNK>", "the", "sat", "on", ".", "cat", "dog", "mat", "The", "log", "a", "A", "and"]
-BERT_TEXTS = ["the cat sat on the mat .", "the dog sat on the log .", "a cat and a dog ."]
-
 
 def tiny_bilm_model(seed: int = 0):
     from ctxrep.models.bilm import BiLM, BiLMConfig
@@ -40,21 +39,6 @@ def save_bilm(bilm, path: Path, vocab=VOCAB) -> Path:
     return path
 
 
-def tiny_bert(root: Path, mlm_head: bool = True) -> Path:
-    from ctxrep.models.bert import BertConfig, BertForPreTraining
-    from ctxrep.models.bert_hf import save_pretrained
-    from ctxrep.text.wordpiece import save_wordpiece, train_wordpiece
-
-    tokenizer = train_wordpiece(BERT_TEXTS, vocab_size=60, lowercase=True, charset=set("".join(BERT_TEXTS)))
-    save_wordpiece(tokenizer, root / "tokenizer", lowercase=True)
-    config = BertConfig(vocab_size=tokenizer.get_vocab_size(), hidden_size=32, num_hidden_layers=2,
-                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=32)
-    torch.manual_seed(0)
-    model = BertForPreTraining(config).eval()
-    out = root / ("bert" if mlm_head else "bert-encoder")
-    return save_pretrained(model if mlm_head else model.bert, out, tokenizer_dir=root / "tokenizer")
-
-
 def cli(tmp_path: Path, *args) -> dict:
     out = tmp_path / "ppl.json"
     main(["perplexity", *map(str, args), "--json", str(out)])
@@ -68,16 +52,24 @@ def text(tmp_path) -> Path:
     return path
 
 
-def pipeline_eval(bilm, sentences: list[list[str]]) -> dict:
-    """The pretraining loop's held-out perplexity (BiLMObjective.evaluate) on ``sentences``."""
-    from ctxrep.pretraining.bilm_objective import BiLMObjective, WordTypes, SentenceArrays
+def sentence_arrays(sentences: list[list[str]], types):
+    """``sentences`` (word lists) as the pretraining objective reads them; ``types`` (a
+    ``WordTypes`` over ``VOCAB``) grows with the word types seen, so its tables come after."""
+    from ctxrep.pretraining.bilm_objective import SentenceArrays
 
-    types = WordTypes(VOCAB)
     ids, offsets = [], [0]
     for words in sentences:
         ids += types.ids(words)
         offsets.append(len(ids))
-    held = SentenceArrays(np.asarray(ids, np.int32), np.asarray(offsets, np.int64))
+    return SentenceArrays(np.asarray(ids, np.int32), np.asarray(offsets, np.int64))
+
+
+def pipeline_eval(bilm, sentences: list[list[str]]) -> dict:
+    """The pretraining loop's held-out perplexity (BiLMObjective.evaluate) on ``sentences``."""
+    from ctxrep.pretraining.bilm_objective import BiLMObjective, WordTypes
+
+    types = WordTypes(VOCAB)
+    held = sentence_arrays(sentences, types)
     chars, targets = types.tables()
     return BiLMObjective(bilm.eval(), held, held, chars, targets, 2, 0, torch.device("cpu")).evaluate()
 
@@ -107,7 +99,7 @@ def test_bilm_perplexity_matches_the_pipelines_heldout_perplexity(tmp_path, text
 
 
 def test_unigram_reference_from_stored_counts_equals_the_pipelines(tmp_path, text):
-    from ctxrep.pretraining.bilm_objective import SentenceArrays, WordTypes, unigram_perplexity
+    from ctxrep.pretraining.bilm_objective import WordTypes, unigram_perplexity
     from ctxrep.text.segment import split_sentences, word_tokenize
     from ctxrep.text.vocab import BOS, save_word_vocab
 
@@ -121,34 +113,22 @@ def test_unigram_reference_from_stored_counts_equals_the_pipelines(tmp_path, tex
     r = cli(tmp_path, model, text)
 
     types = WordTypes(VOCAB)
-
-    def arrays(sentences):
-        ids, offsets = [], [0]
-        for words in sentences:
-            ids += types.ids(words)
-            offsets.append(len(ids))
-        return SentenceArrays(np.asarray(ids, np.int32), np.asarray(offsets, np.int64))
-
-    train = arrays([s.split() for s in train_text])
-    held = arrays([word_tokenize(s) for s in split_sentences(TEXT)])
+    train = sentence_arrays([s.split() for s in train_text], types)
+    held = sentence_arrays([word_tokenize(s) for s in split_sentences(TEXT)], types)
     _, targets = types.tables()
     assert r["unigram_ppl"] == pytest.approx(unigram_perplexity(train, held, targets, len(VOCAB)), rel=1e-9)
     assert r["unigram_note"] is None
 
 
 def test_bilm_trained_on_the_text_scores_it_lower(tmp_path, text):
-    from ctxrep.pretraining.bilm_objective import BiLMObjective, SentenceArrays, WordTypes
+    from ctxrep.pretraining.bilm_objective import BiLMObjective, WordTypes
     from ctxrep.text.segment import split_sentences, word_tokenize
 
     untrained = save_bilm(tiny_bilm_model(), tmp_path / "untrained")
     bilm = tiny_bilm_model()  # the same start
     sentences = [word_tokenize(s) for s in split_sentences(TEXT)]
     types = WordTypes(VOCAB)
-    ids, offsets = [], [0]
-    for words in sentences:
-        ids += types.ids(words)
-        offsets.append(len(ids))
-    data = SentenceArrays(np.asarray(ids, np.int32), np.asarray(offsets, np.int64))
+    data = sentence_arrays(sentences, types)
     chars, targets = types.tables()
     objective = BiLMObjective(bilm, data, data, chars, targets, 4, 0, torch.device("cpu"))
     optimizer = torch.optim.Adam(bilm.parameters(), lr=1e-2)
