@@ -71,7 +71,7 @@ def run_measured(args: list[str]) -> tuple[dict, float, int]:
 def child_fetch(n_docs: int, out: str) -> dict:
     from ctxrep.data import registry, sources
 
-    m = sources.fetch(registry.get("wikipedia"), "mirror", {}, Path(out), max_rows=n_docs)
+    m = sources.fetch(registry.corpus("wikipedia"), "mirror", {}, Path(out), max_rows=n_docs)
     return {"docs": m["rows"]["train"]}
 
 

@@ -1,5 +1,5 @@
 """Stage extract@<features>: frozen per-word layer features of every grid task →
-data/features/<features>/. ``bilm`` and ``bert`` are the pretrained models; ``bilm-random`` and
+data/features/<features>/<task>/ (a task no location served: only ``UNAVAILABLE.json`` there). ``bilm`` and ``bert`` are the pretrained models; ``bilm-random`` and
 ``bert-random`` the same architectures untrained (the random-init controls)."""
 
 import json
@@ -30,12 +30,12 @@ with stage(f"extract@{features}", "extract") as ctx:
     words = 0
     with atomic_dir(Path("data/features") / features) as tmp:
         for task in tasks:
+            (tmp / task).mkdir()  # always there: each transfer cell depends on its task's folder
             try:
                 splits = load_task(task, common)
             except TaskUnavailable as e:
-                (tmp / f"{task}.unavailable.json").write_text(json.dumps({"reason": str(e)}))
+                (tmp / task / "UNAVAILABLE.json").write_text(json.dumps({"reason": str(e)}))
                 continue
-            (tmp / task).mkdir()
             meta = extract_task(featurize, splits, spec(task).kind, tmp / task, p.batch_size)
             words += sum(v for s in meta["splits"].values() for k, v in s.items()
                          if k.endswith("_words"))

@@ -6,13 +6,12 @@ from ctxrep.data import registry, sources
 from ctxrep.stage import stage
 
 OUT = Path("data/raw/corpus")
-LOCATED = Path("data/sources.json")  # locate_data: which source serves, as DVC hashed it
 
 with stage("fetch_corpus", "data") as ctx:
     p = ctx.section
-    spec = registry.CORPORA[p.corpus]
+    spec = registry.corpus(p.corpus)
     manifest = sources.fetch(spec, p.source, {"seed": p.seed}, OUT, max_rows=p.corpus_max_docs,
                              verify_sha256=p.verify_sha256)
-    sources.check_located(LOCATED, p.corpus, manifest)
+    sources.check_located(p.corpus, manifest)  # as locate_data found it
     ctx.summary(source=manifest["source"], docs=manifest["rows"]["train"],
                 fallback=bool(manifest["fallback"]))

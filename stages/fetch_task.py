@@ -8,23 +8,22 @@ import logging
 import sys
 from pathlib import Path
 
-from ctxrep.data import registry, sources
+from ctxrep.data import sources, tasks
 from ctxrep.stage import stage
 
 task = sys.argv[1]
-LOCATED = Path("data/sources.json")  # locate_data: which source serves, as DVC hashed it
 with stage(f"fetch_tasks@{task}", "data") as ctx:
     p = ctx.section
-    spec = registry.get(task)
+    spec = tasks.get(task)
     out = Path("data/raw/tasks") / task
     try:
         manifest = sources.fetch(spec, p.source, {"seed": p.seed,
                                                   "squad_train_fraction": p.squad_train_fraction},
                                  out, verify_sha256=p.verify_sha256)
-        sources.check_located(LOCATED, task, manifest)
+        sources.check_located(task, manifest)  # as locate_data found it
         ctx.summary(source=manifest["source"], **manifest["rows"])
     except sources.Unavailable as e:
-        sources.check_located(LOCATED, task, None)
+        sources.check_located(task, None)
         logging.getLogger("ctxrep").warning("TASK UNAVAILABLE: %s", e)
         sources.write_unavailable(spec, str(e), out)
         ctx.summary(available=False)

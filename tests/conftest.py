@@ -160,7 +160,7 @@ def made_once(tmp_path_factory, name: str, make) -> Path:
 @pytest.fixture(scope="session")
 def tiny_mirror(tmp_path_factory) -> Path:
     """The fixture mirror, one path for the whole session: runs that compare data sources
-    (``data/sources.json`` records the mirror's location) agree across workers."""
+    (``data/sources/`` records the mirror's location) agree across workers."""
     return made_once(tmp_path_factory, "mirror", build_mirror)
 
 

@@ -13,6 +13,11 @@ PACKAGE = "ctxrep"
 # Packages whose modules are loaded by file path, not imported (evaluate metric modules):
 # importing the package means running any file below it.
 PATH_LOADED = ("metrics",)
+# The task registry imports each task's module by name (ctxrep.data.tasks.get): a stage that
+# reaches it runs the module of every task it reads. A per-task stage (foreach over the task
+# lists, or a matrix over ``task``) reads its own; any other stage, every one.
+TASKS_PACKAGE = f"src/{PACKAGE}/data/tasks"
+PER_TASK_ITEM = {"${tasks}": "${item}", "${grid.tasks}": "${item}"}
 
 
 def module_file(src: Path, module: str) -> Path | None:
@@ -70,9 +75,33 @@ def transitive_files(entry: Path, src: Path) -> set[Path]:
 def entry_points(cmd: str, root: Path) -> list[Path]:
     """The Python files a stage command starts: ``python stages/x.py`` or ``ctxrep <sub>``."""
     scripts = [root / m for m in re.findall(r"\bpython\s+(stages/\S+\.py)", cmd)]
+    scripts += [module_file(root / "src", m) for m in re.findall(rf"\bpython\s+-m\s+({PACKAGE}\.\S+)", cmd)]
     if re.search(r"(^|\s)ctxrep\s", cmd):
         scripts.append(root / "src" / PACKAGE / "cli.py")
     return scripts
+
+
+def task_item(stage: dict) -> str | None:
+    """``${item}`` / ``${item.task}`` when the stage runs once per task, else None."""
+    if isinstance(stage.get("foreach"), str):
+        return PER_TASK_ITEM.get(stage["foreach"])
+    if "task" in (stage.get("matrix") or {}):
+        return "${item.task}"
+    return None
+
+
+def task_modules(needed: set[str], stage: dict, root: Path) -> set[str]:
+    """The task modules (and what they import) a stage that reaches the task registry runs."""
+    if f"{TASKS_PACKAGE}/__init__.py" not in needed:
+        return set()
+    src = root / "src"
+    modules = sorted(p for p in (root / TASKS_PACKAGE).glob("*.py") if p.name != "__init__.py")
+    imported = {str(f.relative_to(root)) for m in modules for f in transitive_files(m, src)}
+    item = task_item(stage)
+    if item is None:
+        return imported
+    return {f for f in imported if not f.startswith(TASKS_PACKAGE + "/")
+            or f.endswith("/__init__.py")} | {f"{TASKS_PACKAGE}/{item}.py"}
 
 
 def code_deps(root: Path) -> dict[str, dict[str, set[str]]]:
@@ -89,6 +118,7 @@ def code_deps(root: Path) -> dict[str, dict[str, set[str]]]:
         needed = set()
         for entry in entry_points(cmd.replace("${item}", "x"), root):
             needed |= {str(p.relative_to(root)) for p in transitive_files(entry, src)}
+        needed |= task_modules(needed, stage, root)
         declared = {d for d in body.get("deps", []) if isinstance(d, str)
                     and d.startswith(("stages/", "src/"))}
         out[name] = {"needed": needed, "declared": declared}
@@ -117,8 +147,8 @@ def minimal_cover(needed: set[str], root: Path) -> list[str]:
     """The shortest list of paths covering ``needed``: a folder when every source file in it
     is needed, else the files. What to paste into a stage's deps (``python -m
     tests.pipeline_deps``)."""
-    files = set(needed)
-    out = []
+    files = {p for p in needed if "${" not in p}
+    out = sorted(needed - files)  # a per-task module, as its stage's template names it
     for folder in sorted({str(Path(p).parent) for p in files}, key=lambda s: s.count("/")):
         if not any(f.startswith(folder + "/") for f in files) or folder in ("src", "stages"):
             continue

@@ -154,4 +154,4 @@ def test_a_missing_mirror_stops_the_fetch_loudly(tmp_path):
                          check=False)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, script
         assert "does not exist" in proc.stderr, script
-    assert not (repo / "data/raw/corpus").exists() and not (repo / "data/sources.json").exists()
+    assert not (repo / "data/raw/corpus").exists() and not (repo / "data/sources").exists()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxrep.data import fixture, registry
+from ctxrep.data import fixture, registry, tasks
 from ctxrep.data import schemas as S
 
 
@@ -31,7 +31,8 @@ def _task(monkeypatch, tmp_path: Path, files: dict[str, bytes]) -> str:
     spec = registry.DatasetSpec(name="newtask", kind="classification",
                                 features=S.classification(["NO", "YES"]), mirror=tuple(files),
                                 read_mirror=lambda paths, stats, opts: {})
-    monkeypatch.setitem(registry.TASKS, "newtask", spec)
+    known = tasks.dataset
+    monkeypatch.setattr(tasks, "dataset", lambda name: spec if name == "newtask" else known(name))
     return "newtask"
 
 

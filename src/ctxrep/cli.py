@@ -22,13 +22,10 @@ def _or_exit(command: str, fn, *args):
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="ctxrep", description="ctxrep tools")
     sub = ap.add_subparsers(dest="command", required=True)
-    nb = sub.add_parser("neighbors", help="a word's neighbours in context vs in the token layer")
-    nb.add_argument("--word", action="append", required=True, help="repeat for several words")
-    nb.add_argument("--model", type=Path, default=Path("data/models/bilm"))
-    nb.add_argument("--corpus", type=Path, default=Path("data/tokenized"))
-    nb.add_argument("--k", type=int, default=3, help="nearest sentences per query")
-    nb.add_argument("--queries", type=int, default=2, help="query sentences per word")
-    nb.add_argument("--out", type=Path, help="also write the markdown here")
+    from ctxrep import neighbors
+
+    neighbors.add_arguments(sub.add_parser("neighbors", help="a word's neighbours in context vs "
+                                           "in the token layer"))
     vf = sub.add_parser("verify", help="rehash every output and compare it with dvc.lock")
     vf.add_argument("--repair", action="store_true", help="remove corrupt DVC cache objects and "
                     "bad workspace copies, restore them (dvc pull, dvc checkout --relink), name "
@@ -103,19 +100,7 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(_or_exit(a.command, run_verify, ".", a.repair))
 
     if a.command == "neighbors":
-        from ctxrep.neighbors import neighbours_report
-
-        for path in (a.model, a.corpus):
-            if not path.exists():
-                raise SystemExit(f"{path}: not found (run `make repro` first, or pass --model/--corpus)")
-        text = neighbours_report(a.model, a.corpus, a.word, k=a.k, queries=a.queries)
-        print(text)
-        if a.out:
-            from ctxrep.io import atomic_file
-
-            with atomic_file(a.out) as f:
-                f.write(text + "\n")
-
+        neighbors.run(a)
 
 if __name__ == "__main__":
     main()

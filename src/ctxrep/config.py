@@ -433,6 +433,17 @@ class ProbeParams:
     seed: int = param(ge=0, le=MAX_SEED)
 
 
+@section
+class IntrinsicParams:
+    """``intrinsic``: the pretrained models scored on a text outside their corpus's domain."""
+
+    task: str = param(doc="a fetched task whose evaluation text is the out-of-domain text")
+    split: str = param(choices=("train", "validation", "test"), doc="the task's split to read")
+    max_sentences: int = param(ge=1, le=MAX_COUNT, doc="its first sentences, in order")
+    bert_max_tokens: int = param(ge=1, le=MAX_COUNT, doc="WordPiece positions BERT scores "
+                                                          "(one forward pass each)")
+
+
 def load_transfer(method: str, params: dict):
     """(common, method params) for one transfer cell, validated."""
     if method not in METHODS:
@@ -457,6 +468,7 @@ SECTIONS: dict[str, type] = {
     "import_bert": ImportBertParams,
     "pretrain_static": StaticParams,
     "learning_curve": LearningCurveParams,
+    "intrinsic": IntrinsicParams,
 }
 # Every top-level key of params.yaml; anything else (a typo, `-S +foo=1`) is an error.
 TOP_LEVEL = ("profile", "tasks", "grid", *SECTIONS, "transfer")
@@ -506,6 +518,9 @@ def validate(raw: dict) -> None:
                 raise ParamError(f"{key}.tasks", task,
                                  f"tasks that are fetched (tasks: {raw['tasks']}; a profile "
                                  f"may set its own list in conf/profile/{raw['profile']}.yaml)")
+    if (raw.get("intrinsic") or {}).get("task") not in raw["tasks"]:
+        raise ParamError("intrinsic.task", (raw.get("intrinsic") or {}).get("task"),
+                         f"a task that is fetched (tasks: {raw['tasks']})")
     # extract featurizes grid.tasks only: a feature-based learning curve elsewhere would stop
     # late, at its first cell, on a missing features folder.
     curve = raw.get("learning_curve") or {}

@@ -10,6 +10,7 @@ A context-free vector mixes every sense; the contextual one follows the sentence
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,3 +101,32 @@ def neighbours_report(model_dir: Path, corpus_dir: Path, words: list[str], k: in
             lines.append(f"| {occ[q].text()} | " + "<br>".join(occ[i].text() for i in nearest) + " |")
         lines.append("")
     return "\n".join(lines)
+
+
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--word", action="append", required=True, help="repeat for several words")
+    ap.add_argument("--model", type=Path, default=Path("data/models/bilm"))
+    ap.add_argument("--corpus", type=Path, default=Path("data/tokenized"))
+    ap.add_argument("--k", type=int, default=3, help="nearest sentences per query")
+    ap.add_argument("--queries", type=int, default=2, help="query sentences per word")
+    ap.add_argument("--out", type=Path, help="also write the markdown here")
+
+
+def run(a) -> None:
+    for path in (a.model, a.corpus):
+        if not path.exists():
+            raise SystemExit(f"{path}: not found (run `make repro` first, or pass --model/--corpus)")
+    text = neighbours_report(a.model, a.corpus, a.word, k=a.k, queries=a.queries)
+    print(text)
+    if a.out:
+        from ctxrep.io import atomic_file
+
+        with atomic_file(a.out) as f:
+            f.write(text + "\n")
+
+
+if __name__ == "__main__":  # the pipeline's neighbors stage: python -m ctxrep.neighbors ...
+    parser = argparse.ArgumentParser(prog="python -m ctxrep.neighbors",
+                                     description="a word's neighbours in context vs in the token layer")
+    add_arguments(parser)
+    run(parser.parse_args())

@@ -30,7 +30,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from ctxrep.data import registry
+from ctxrep.data import tasks
 from ctxrep.data.readers import DataError
 from ctxrep.io import atomic_file
 
@@ -112,7 +112,7 @@ def write_fixture(task: str, out: Path = DEFAULT_OUT, records: int = 20) -> list
     """Write the heads of ``task``'s mirror files under ``out``; return the files written."""
     from ctxrep.data.sources import _mirror_files
 
-    spec = registry.get(task)
+    spec = tasks.dataset(task)
     files, why = _mirror_files(spec)
     if files is None:
         raise DataError(os.environ.get(MIRROR_ENV, f"${MIRROR_ENV}"),

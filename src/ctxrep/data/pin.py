@@ -1,9 +1,10 @@
-"""Pin the sha256 of a task's mirror files in the registry: ``ctxrep pin <task>``.
+"""Pin the sha256 of a task's mirror files in its registry module: ``ctxrep pin <task>``.
 
 A pinned file is checked by ``fetch_tasks@<task>`` (when ``data.verify_sha256`` is on): a copy
 whose bytes differ from the pinned ones stops the fetch, naming the file. Pins live in
-``PINNED_SHA256`` of :mod:`ctxrep.data.registry`, a dict literal that this
-module rewrites in place (sorted, so the same pins give the same bytes):
+``SHA256`` of the task's own module, ``src/ctxrep/data/tasks/<task>.py``: a dict literal that
+this module rewrites in place (sorted, so the same pins give the same bytes). Only that task's
+stages depend on the file, so pinning one task reruns no other.
 
     ctxrep pin rte               # hash $CTXREP_DATA_MIRROR's files of rte, write the pins
     ctxrep pin rte --print       # only print them
@@ -17,28 +18,27 @@ copy is caught. Whether a task was pinned and checked is recorded in its fetch m
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import os
 import re
 import sys
 from pathlib import Path
 
-from ctxrep.data import registry
+from ctxrep.data import registry, tasks
 from ctxrep.data.readers import DataError
 from ctxrep.io import atomic_file, sha256_file
 
 MIRROR_ENV = "CTXREP_DATA_MIRROR"
-_BLOCK = re.compile(r"^PINNED_SHA256 = (\{.*?^\})$", re.S | re.M)
+_BLOCK = re.compile(r"^SHA256 = (\{\}|\{.*?^\})$", re.S | re.M)
 
 
 def mirror_pins(task: str) -> dict[str, str]:
     """{mirror path: sha256} of ``task``'s files under ``$CTXREP_DATA_MIRROR`` (globs expanded)."""
     from ctxrep.data.sources import _mirror_files
 
-    spec = registry.get(task)
-    if task not in registry.TASKS:
+    if task in registry.CORPORA:
         raise DataError(task, "only tasks are pinned (corpora are hashed by locate_data)")
+    spec = tasks.get(task)
     files, why = _mirror_files(spec)
     if files is None:
         raise DataError(os.environ.get(MIRROR_ENV, f"${MIRROR_ENV}"), f"cannot pin {task}: {why}")
@@ -46,18 +46,16 @@ def mirror_pins(task: str) -> dict[str, str]:
     return {str(f.relative_to(root)): sha256_file(f) for f in files}
 
 
-def write_pins(task: str, pins: dict[str, str], registry_file: Path | None = None) -> Path:
-    """Replace ``task``'s entry of ``PINNED_SHA256`` in ``registry_file`` (default: the
-    registry module's own source) with ``pins``; the other entries are kept."""
-    path = Path(registry_file or registry.__file__)
+def write_pins(task: str, pins: dict[str, str], module_file: Path | None = None) -> Path:
+    """Replace the ``SHA256 = {...}`` literal of ``task``'s module (default
+    ``src/ctxrep/data/tasks/<task>.py``) with ``pins``, sorted."""
+    path = Path(module_file or tasks.HERE / f"{task}.py")
     text = path.read_text()
     match = _BLOCK.search(text)
     if match is None:
-        raise DataError(path, "no 'PINNED_SHA256 = {...}' block (a JSON dict ending in a line "
-                              "'}') to update")
-    table = ast.literal_eval(match.group(1))
-    table[task] = dict(sorted(pins.items()))
-    block = "PINNED_SHA256 = " + json.dumps(dict(sorted(table.items())), indent=4)
+        raise DataError(path, "no 'SHA256 = {...}' block to update (a dict literal: '{}', or "
+                              "'{' ... ending in a line '}')")
+    block = "SHA256 = " + (json.dumps(dict(sorted(pins.items())), indent=4) if pins else "{}")
     with atomic_file(path) as f:
         f.write(text[:match.start()] + block + text[match.end():])
     return path
@@ -72,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
 def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("task", help="a task of the registry whose mirror files to pin")
     ap.add_argument("--print", action="store_true", dest="print_only",
-                    help="print the pins instead of writing them into registry.py")
+                    help="print the pins instead of writing them into the task's module")
 
 
 def run(a) -> int:

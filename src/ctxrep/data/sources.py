@@ -212,12 +212,18 @@ def locate(spec: DatasetSpec, source: str) -> dict:
     return entry
 
 
-def check_located(located_file: Path | str, name: str, manifest: dict | None) -> None:
+# locate_data's record, one file per data set: each fetch stage depends on its own file only,
+# so a task added to (or located anew in) the run reruns no other task's fetch.
+LOCATED_DIR = Path("data/sources")
+
+
+def check_located(name: str, manifest: dict | None, located_dir: Path | str = LOCATED_DIR) -> None:
     """Stop if the fetch was served by another source or other mirror bytes than locate_data
     recorded (``manifest`` None: the fetch found the data set unavailable)."""
-    entry = json.loads(Path(located_file).read_text()).get(name)
-    if entry is None:
-        raise DataError(located_file, f"no entry for {name!r}: rerun the locate_data stage")
+    located_file = Path(located_dir) / f"{name}.json"
+    if not located_file.exists():
+        raise DataError(located_file, f"missing: rerun the locate_data stage")
+    entry = json.loads(located_file.read_text())
     now = ({"available": False} if manifest is None else
            {"available": True, "source": manifest["source"], "files": manifest["files"]})
     then = {k: entry.get(k) for k in now}

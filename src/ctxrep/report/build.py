@@ -163,6 +163,41 @@ def skipped_rows_line(task: str, manifest: dict) -> str | None:
             f"`skip_malformed={skipped.get('limit', MISSING)}` in the registry)")
 
 
+def _out_of_domain(intrinsic: dict | None, bilm: dict | None) -> str:
+    """The models on the out-of-domain text (stage intrinsic), with the command that
+    reproduces each number."""
+    if intrinsic is None:
+        return "- out-of-domain text: " + _missing_file("metrics/intrinsic.json")
+    text = intrinsic["text"]
+    if "unavailable" in text:
+        return f"- out-of-domain text: not scored ({text['unavailable']})."
+    head = (f"- out-of-domain text: the first {text['lines']} sentences of `{text['task']}` "
+            f"({text['split']}), `{text['path']}`")
+    parts = []
+    lm = intrinsic.get("bilm", {})
+    if "unavailable" in lm:
+        parts.append(f"biLM not scored ({lm['unavailable']})")
+    else:
+        unigram = (f"unigram model {_float(lm['unigram_ppl'])}" if lm.get("unigram_ppl")
+                   is not None else "no unigram reference")
+        in_domain = (f"; held-out in domain {_float(bilm.get('val_ppl'))}"
+                     if bilm and bilm.get("val_ppl") is not None else "")
+        parts.append(f"biLM perplexity {_float(lm['perplexity_mean'])} (forward "
+                     f"{_float(lm['perplexity_forward'])}, backward "
+                     f"{_float(lm['perplexity_backward'])}; {unigram}{in_domain}), "
+                     f"{100 * lm['oov_rate']:.1f}% of its {lm['tokens']} words outside the "
+                     f"vocabulary (`ctxrep perplexity data/models/bilm {text['path']}`)")
+    mlm = intrinsic.get("bert", {})
+    if "unavailable" in mlm:
+        parts.append(f"BERT not scored ({mlm['unavailable']})")
+    else:
+        parts.append(f"BERT pseudo-perplexity {_float(mlm['pseudo_perplexity'])}, masked-token "
+                     f"accuracy {100 * mlm['mlm_accuracy']:.1f}% on {mlm['tokens']} WordPiece "
+                     f"positions, {100 * mlm['oov_rate']:.1f}% `[UNK]` (`ctxrep perplexity "
+                     f"data/models/bert {text['path']} --max-tokens {mlm['tokens']}`)")
+    return head + ": " + "; ".join(parts) + "."
+
+
 def _imported(inputs: ReportInputs, model: str) -> dict | None:
     """The provenance of ``model`` when its weights were imported, else None."""
     record = inputs.weights.get(model)
@@ -204,6 +239,7 @@ def model_lines(inputs: ReportInputs) -> list[str]:
         lines.append(f"- published BERT (`import_bert`, beside the BERT above): "
                      f"{_published_bert(record, inputs.pretrain.get('bert-published'))} "
                      f"In this run {used}.")
+    lines.append(_out_of_domain(inputs.intrinsic, bilm))
     static = inputs.pretrain.get("static")
     if static is None:
         lines.append("- static word vectors: " + _missing_file("metrics/pretrain_static.json"))

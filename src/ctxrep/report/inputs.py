@@ -270,7 +270,7 @@ def ledger_stages(tasks: list[str], methods: list[str],
     curve_stages = [(f"learning_curve@{t}-{m}", f"learning curve {m}")
                     for m in curve["methods"] for t in curve["tasks"]] if curve else []
     single = ["tokenize", "pretrain_bilm", "pretrain_bert", "import_bert", "pretrain_static",
-              "extract@bilm",
+              "intrinsic", "extract@bilm",
               "extract@bert", "extract@bilm-random", "extract@bert-random"]
     return ([(name, name) for name in single]
             + [(f"baseline@{t}", "baselines") for t in tasks]
@@ -300,6 +300,7 @@ class ReportInputs:
     curve: dict = field(default_factory=dict)  # the learning_curve params: tasks, methods
     probe_predictions: dict = field(default_factory=dict)  # model -> task -> layer predictions
     heldout: dict[str, EvalCurve | None] = field(default_factory=dict)  # model -> held-out curve
+    intrinsic: dict | None = None   # metrics/intrinsic.json: the models on an out-of-domain text
 
 
 def read_transfer_grid(root: Path, tasks: list[str], methods: list[str]) -> dict:
@@ -349,4 +350,5 @@ def load_inputs(root: Path | str, tasks: list[str], methods: list[str],
         predictions=read_prediction_grid(root, transfer, baselines),
         learning_curves=read_learning_curves(root, list(curve["tasks"]), list(curve["methods"]))
         if curve else {},
-        curve={"tasks": list(curve["tasks"]), "methods": list(curve["methods"])} if curve else {})
+        curve={"tasks": list(curve["tasks"]), "methods": list(curve["methods"])} if curve else {},
+        intrinsic=read_json(metrics / "intrinsic.json"))

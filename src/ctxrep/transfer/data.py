@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ctxrep.data import registry
+from ctxrep.data import tasks as registered_tasks
 from ctxrep.batching import bucket_by_length
 
 SUBSAMPLE_SEED = 1234  # fixed: extract and every transfer cell must pick the same examples
@@ -58,4 +58,4 @@ def subsample(dataset, n: int):
 
 
 def spec(task: str):
-    return registry.TASKS[task]
+    return registered_tasks.get(task)
