@@ -167,12 +167,14 @@ def test_ctxrep_pin_writes_the_mirror_files_sha256_into_the_tasks_own_module(mir
     assert pins["tasks/sst/stsa.binary.train"] == expected and len(pins) == 3
     pin.write_pins("sst2", {}, copy)
     assert "\nSHA256 = {}\n" in copy.read_text()
+    copy.write_text(copy.read_text().replace("SHA256 = {}", "SHA256 = {}  # a new task's"))
     pin.write_pins("sst2", dict(reversed(pins.items())), copy)
     module_spec = importlib.util.spec_from_file_location("pinned_sst2", copy)
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)
     assert module.SHA256 == pins and list(module.SHA256) == sorted(pins)
     assert module.SPEC.sha256 == pins and module.SPEC.name == "sst2"
+    assert "\n}  # a new task's\n" in copy.read_text()  # the comment after it is kept
 
 
 def test_ctxrep_pin_print_and_errors(mirror_env, capsys):

@@ -224,3 +224,23 @@ def test_a_garbage_dvc_lock_is_a_one_line_error_naming_it(tmp_path, lock):
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith(f"ctxrep verify: {tmp_path / 'dvc.lock'}: ")
         assert "restore it with `git checkout dvc.lock`" in lines[0]
+
+
+def test_a_stage_that_reads_part_of_a_folder_output_checks_that_part(toy, monkeypatch):
+    """A dependency inside another stage's folder output (a transfer cell's task folder in
+    data/features/<set>/, a fetch's data/sources/<task>.json) is checked against the folder's
+    dvc.lock listing, and only that part: damage elsewhere in the folder is not its concern."""
+    from ctxrep.errors import InputError
+    from ctxrep.verify import verify_stage_inputs
+
+    with open(toy / "dvc.yaml", "a") as f:
+        f.write("  read:\n    cmd: cat outdir/a.txt\n    deps: [outdir/a.txt]\n")
+    monkeypatch.setenv("DVC_STAGE", "read")
+    assert verify_stage_inputs("read", toy) == 1
+    for rel in ("outdir/b.txt", "outdir/a.txt"):
+        os.chmod(toy / rel, 0o644)
+        (toy / rel).write_text("tampered\n")
+        if rel == "outdir/b.txt":
+            assert verify_stage_inputs("read", toy) == 1  # not an input of this stage
+    with pytest.raises(InputError, match=r"outdir/a\.txt: md5"):
+        verify_stage_inputs("read", toy)

@@ -106,8 +106,10 @@ def cache_dir(root: Path) -> Path:
         return Path(repo.cache.local.path)
 
 
-def check_output(root: Path, path: str, md5: str, cache: Path | None) -> list[str]:
-    """Problems of one output (empty when its bytes are what dvc.lock records)."""
+def check_output(root: Path, path: str, md5: str, cache: Path | None,
+                 within: str | None = None) -> list[str]:
+    """Problems of one output (empty when its bytes are what dvc.lock records); ``within``: only
+    that file or subfolder of a folder output (a stage that depends on part of it)."""
     target = root / path
     if not md5.endswith(".dir"):
         if not target.is_file():
@@ -123,6 +125,10 @@ def check_output(root: Path, path: str, md5: str, cache: Path | None) -> list[st
     if not target.is_dir():
         return [f"{path}: missing"]
     actual = {p.relative_to(target).as_posix(): p for p in target.rglob("*") if p.is_file()}
+    if within is not None:
+        inside = lambda rel: rel == within or rel.startswith(within + "/")  # noqa: E731
+        expected = {rel: v for rel, v in expected.items() if inside(rel)}
+        actual = {rel: v for rel, v in actual.items() if inside(rel)}
     problems = [f"{path}/{rel}: missing" for rel in sorted(set(expected) - set(actual))]
     problems += [f"{path}/{rel}: not in dvc.lock's listing" for rel in sorted(set(actual) - set(expected))]
     for rel in sorted(set(expected) & set(actual)):
@@ -151,8 +157,15 @@ def verify_stage_inputs(stage: str, root: Path | str = ".") -> int:
     with dvc_stage(stage, root) as defined:
         deps = [d.def_path for d in defined.deps]
         cache = Path(defined.repo.cache.local.path)
-    checked = [d for d in deps if d in outs]
-    problems = [p for d in checked for p in check_output(root, d, outs[d], cache)]
+    checked, problems = [], []
+    for dep in deps:
+        if dep in outs:
+            checked.append(dep)
+            problems += check_output(root, dep, outs[dep], cache)
+        elif (folder := _folder_holding(dep, outs)) is not None:  # part of a folder output
+            checked.append(dep)
+            problems += check_output(root, folder, outs[folder], cache,
+                                     within=dep[len(folder) + 1:])
     if problems:
         raise InputError(f"inputs of {stage} differ from what dvc.lock records (changed after "
                          f"their stage wrote them): " + "; ".join(problems[:5])
@@ -160,6 +173,14 @@ def verify_stage_inputs(stage: str, root: Path | str = ".") -> int:
                          + f". {REPAIR_HINT}, or rerun their stages with "
                          "`dvc repro --force <stage>`.")
     return len(checked)
+
+
+def _folder_holding(path: str, outs: dict[str, str]) -> str | None:
+    """The folder output of dvc.lock that ``path`` lies inside, if any."""
+    for out, md5 in outs.items():
+        if md5.endswith(".dir") and path.startswith(out.rstrip("/") + "/"):
+            return out
+    return None
 
 
 REPAIR_HINT = ("Repair them with `ctxrep verify --repair`: it removes corrupt DVC cache objects "

@@ -29,7 +29,7 @@ from ctxrep.data.readers import DataError
 from ctxrep.io import atomic_file, sha256_file
 
 MIRROR_ENV = "CTXREP_DATA_MIRROR"
-_BLOCK = re.compile(r"^SHA256 = (\{\}|\{.*?^\})$", re.S | re.M)
+_BLOCK = re.compile(r"^SHA256 = (\{\}|\{$.*?^\})", re.S | re.M)  # then maybe a comment
 
 
 def mirror_pins(task: str) -> dict[str, str]:
@@ -55,9 +55,9 @@ def write_pins(task: str, pins: dict[str, str], module_file: Path | None = None)
     if match is None:
         raise DataError(path, "no 'SHA256 = {...}' block to update (a dict literal: '{}', or "
                               "'{' ... ending in a line '}')")
-    block = "SHA256 = " + (json.dumps(dict(sorted(pins.items())), indent=4) if pins else "{}")
+    literal = json.dumps(dict(sorted(pins.items())), indent=4) if pins else "{}"
     with atomic_file(path) as f:
-        f.write(text[:match.start()] + block + text[match.end():])
+        f.write(text[:match.start(1)] + literal + text[match.end(1):])
     return path
 
 
