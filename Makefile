@@ -93,11 +93,11 @@ repro: $(STAMP) $(PUBLISHED)/model.safetensors
 TEST_WORKERS ?= 2
 export PYTEST_ARGS
 test: $(STAMP) $(PUBLISHED)/model.safetensors
-	PYTEST_ADDOPTS="$${PYTEST_ADDOPTS:-} $${PYTEST_ARGS:-}" $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+	PYTEST_ADDOPTS="$${PYTEST_ADDOPTS:-} $${PYTEST_ARGS:-}" $(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
 # The edit-test loop: every test that runs no pipeline (pipeline and stage runs are marked slow).
 test-fast: $(STAMP) $(PUBLISHED)/model.safetensors
-	PYTEST_ADDOPTS="$${PYTEST_ADDOPTS:-} $${PYTEST_ARGS:-}" $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not slow"
+	PYTEST_ADDOPTS="$${PYTEST_ADDOPTS:-} $${PYTEST_ARGS:-}" $(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m "not slow"
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_tokenize.py

@@ -84,4 +84,4 @@ def test_pytest_args_reach_pytest_verbatim_and_never_a_shell(tmp_path):
     assert not marker.exists()
     addopts, argv = seen.read_text().splitlines()
     assert addopts.strip() == args
-    assert argv == "-m pytest -q -n 3 --dist loadgroup -m not slow"
+    assert argv == "-m pytest -q -n 3 -m not slow"

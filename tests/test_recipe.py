@@ -30,9 +30,7 @@ import pytest
 from tests.conftest import (REPO, compose, copy_run, made_once, make_sentence, run_stage,
                             scratch_repo, src_env, tree_hash)
 
-# One worker follows the recipe and runs every test that reads it (--dist loadgroup, as `make
-# test` runs the suite): a second worker would only wait for it.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("recipe")]
+pytestmark = pytest.mark.slow
 
 NEW_TASKS = ("cola", "mrpc", "chunk", "stsb")
 REPO_TESTS = Path(__file__).resolve().parent
