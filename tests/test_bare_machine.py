@@ -24,11 +24,12 @@ def test_no_mirror_no_hub_reaches_a_report_that_lists_every_unavailable_task(tmp
                 "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"})
     dvc = os.path.join(os.path.dirname(sys.executable), "dvc")
     # Two tasks (a fetch stage each) stand for all: the grid's and the word-sense probe's. The
-    # cost is the stages' start-up: one grid cell, no learning curve. The fallback corpus's
-    # documents are whole speeches (~6,000 words each): a few are enough.
+    # cost is the stages' start-up: one grid cell, one learning curve (the report depends on
+    # their folder). The fallback corpus's documents are whole speeches (~6,000 words each): a
+    # few are enough.
     proc = subprocess.run([dvc, "exp", "run", "-S", "profile=tiny", "-S", f"tasks={TASKS}",
                            "-S", "grid.tasks=[ud_pos]", "-S", "grid.methods=[static]",
-                           "-S", "learning_curve.tasks=[]", "-S", "intrinsic.task=ud_pos",
+                           "-S", "learning_curve.methods=[static]", "-S", "intrinsic.task=ud_pos",
                            "-S", "data.corpus_max_docs=12", "-S", "tokenize.heldout_fraction=0.25"],
                           cwd=repo, env=env,
                           capture_output=True, text=True, timeout=1800)
