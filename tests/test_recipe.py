@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import (REPO, compose, copy_run, made_once, make_sentence, run_stage,
+from tests.conftest import (REPO, compose, copy_run, dvc, made_once, make_sentence, run_stage,
                             scratch_repo, src_env, tree_hash)
 
 pytestmark = pytest.mark.slow
@@ -296,13 +296,6 @@ def test_the_fixtures_cut_by_ctxrep_fixture_serve_the_fixture_mirror_test(recipe
 
 
 
-def dvc(repo: Path, *args: str, env: dict) -> subprocess.CompletedProcess:
-    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "dvc"), *args], cwd=repo,
-                          env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return proc
-
-
 def test_adding_a_task_to_a_finished_run_reruns_only_what_reads_it(tiny_run, tiny_mirror,
                                                                    tmp_path):
     """Issue 29: steps 1, 2 and 5 of the recipe for one task (CoLA) in a copy of the finished
@@ -321,9 +314,7 @@ def test_adding_a_task_to_a_finished_run_reruns_only_what_reads_it(tiny_run, tin
     add_to_config(repo, ["cola"], grids=["tiny"])                      # step 5
     params = compose(repo, "tiny")                                     # as `dvc exp run` would
     assert "cola" in params["grid"]["tasks"]
-    env = {**os.environ, **src_env(repo), "CTXREP_DATA_MIRROR": str(mirror),
-           "MLFLOW_TRACKING_URI": f"sqlite:///{repo / 'mlflow.db'}",
-           "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
+    env = {**src_env(repo), "CTXREP_DATA_MIRROR": str(mirror)}
 
     # What DVC would rerun: the new task's stages (those whose inputs do not exist yet it lists
     # once they do) and the ones that read every grid task; nothing else.
@@ -331,18 +322,18 @@ def test_adding_a_task_to_a_finished_run_reruns_only_what_reads_it(tiny_run, tin
                 *(f"extract@{f}" for f in ("bilm", "bert", "bilm-random", "bert-random")),
                 *(f"probe@{m}" for m in ("bilm", "bert")),
                 *(f"transfer@cola-{m}" for m in params["grid"]["methods"])}
-    stale = set(json.loads(dvc(repo, "status", "--json", env=env).stdout))
+    stale = set(json.loads(dvc(repo, "status", "--json", env=env)))
     assert {"locate_data", "fetch_tasks@cola", "extract@bilm", "report"} <= stale <= reads_it, \
         sorted(stale)
 
     features = repo / "data/features/bilm-random"
     before = {task: tree_hash(features / task) for task in ("sst2", "ud_pos")}
-    ran = dvc(repo, "repro", "extract@bilm-random", env=env).stdout
+    ran = dvc(repo, "repro", "extract@bilm-random", env=env)
     assert re.findall(r"Running stage '([^']+)'", ran) == [
         "locate_data", "fetch_tasks@cola", "extract@bilm-random"], ran
     assert {task: tree_hash(features / task) for task in before} == before
     assert (features / "cola/meta.json").exists()
-    stale_after = set(json.loads(dvc(repo, "status", "--json", env=env).stdout))
+    stale_after = set(json.loads(dvc(repo, "status", "--json", env=env)))
     assert "baseline@cola" in stale_after  # its input exists now
     assert stale_after <= reads_it - {"fetch_tasks@cola", "extract@bilm-random"}, \
         sorted(stale_after)
