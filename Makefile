@@ -11,7 +11,7 @@ SHELL := /bin/bash
 #   (`make exp-show 'DVC=touch X; true'` would run `touch X`);
 # - exported to the recipes' environment only (PROFILE, PYTEST_ARGS, ...): no `$`, which make
 #   itself would expand (`make repro 'PROFILE=$(shell touch X)'` would run `touch X`).
-# PROFILE is then checked by ctxrep.repro; PYTEST_ARGS reaches pytest as PYTEST_ADDOPTS, which
+# PROFILE is then checked by `ctxrep repro`; PYTEST_ARGS reaches pytest as PYTEST_ADDOPTS, which
 # pytest splits itself, with no shell in between.
 PASTED_VARS := VENV BIN STAMP DVC PYTHON UV_VERSION PUBLISHED TEST_WORKERS PARAM_SECTIONS
 EXPORTED_VARS := PROFILE SET PYTEST_ARGS CTXREP_DATA_MIRROR HF_HUB_OFFLINE HF_DATASETS_OFFLINE \
@@ -76,14 +76,14 @@ $(PUBLISHED)/model.safetensors: $(STAMP)
 	touch $@
 
 # The profile name and the overrides (SET, split by Python's shlex) reach Python through the
-# environment, never pasted into a command line; ctxrep.repro checks them (a plain word naming
+# environment, never pasted into a command line; `ctxrep repro` checks them (a plain word naming
 # conf/profile/<name>.yaml; overrides as `dvc exp run -S` takes them), validates the composed
 # params before DVC touches any output (a rejected value leaves params.yaml as it was), holds a
 # lock against a second run in this checkout, and re-attaches a HEAD that an interrupted
 # `dvc exp run` left detached.
 export PROFILE SET DVC
 repro: $(STAMP) $(PUBLISHED)/model.safetensors
-	@$(BIN)/python -m ctxrep.repro "$$PROFILE"
+	@$(BIN)/ctxrep repro "$$PROFILE"
 
 # The whole suite, pipeline runs included (CI runs it; see README, "Testing"), on TEST_WORKERS
 # pytest-xdist workers: a stage is mostly single-threaded start-up, so two workers use two cores.

@@ -76,7 +76,7 @@ def child_fetch(n_docs: int, out: str) -> dict:
 
 
 def child_stage(raw: str, out: str, num_proc: int) -> dict:
-    from ctxrep.config import defaults
+    from ctxrep.config.composition import defaults
     from ctxrep.data.tokenized import build
 
     Path(out).mkdir(parents=True)

@@ -226,9 +226,9 @@ def src_env(repo: Path) -> dict:
 
 def compose(repo: Path, profile: str, overrides: list[str] = ()) -> dict:
     """params.yaml of ``repo`` composed as ``dvc exp run -S profile=<p> -S <override>...``."""
-    from ctxrep import config
+    from ctxrep.config import composition
 
-    return config.compose(profile, list(overrides), root=repo)
+    return composition.compose(profile, list(overrides), root=repo)
 
 
 def run_stage(repo: Path, script: str, *args: str, env: dict | None = None,

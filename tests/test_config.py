@@ -11,12 +11,13 @@ import pytest
 import yaml
 
 from ctxrep import config
+from ctxrep.config import composition
 from ctxrep.config import ParamError
 from tests.conftest import REPO, link_published, scratch_repo
 
 
 def compose(tmp_path, profile, *overrides):
-    return config.compose(profile, list(overrides), root=REPO, out=tmp_path / "params.yaml")
+    return composition.compose(profile, list(overrides), root=REPO, out=tmp_path / "params.yaml")
 
 
 def test_committed_params_yaml_is_the_default_profile_composed(tmp_path):
@@ -34,7 +35,7 @@ PUBLISHED_FILES = {"pretrain_bilm": ["elmo_options.json", "elmo_weights.hdf5"],
                    "pretrain_bert": ["config.json", "model.safetensors", "vocab.txt"]}
 
 
-@pytest.mark.parametrize("profile", config.profiles(REPO))
+@pytest.mark.parametrize("profile", composition.profiles(REPO))
 def test_every_profile_composes_to_valid_params(tmp_path, profile, monkeypatch):
     params = compose(tmp_path, profile)
     assert params["profile"] == profile
@@ -113,31 +114,31 @@ def test_a_task_not_fetched_names_the_profile_file(tmp_path):
 ])
 def test_bad_params_name_key_and_expectation(overrides, key, expected):
     with pytest.raises(ParamError) as e:
-        config.defaults("tokenize", **overrides)
+        composition.defaults("tokenize", **overrides)
     assert e.value.key == key
     assert expected in str(e.value)
 
 
 def test_choice_param():
     with pytest.raises(ParamError, match=r"data.source.*'internet'.*\['auto', 'mirror'"):
-        config.defaults("data", source="internet")
+        composition.defaults("data", source="internet")
 
 
 @pytest.mark.parametrize("name", ["huge", "tiny; touch pwned", "../../etc/passwd", "Tiny", ""])
 def test_profile_names_are_checked_before_any_shell_or_path_sees_them(name):
     with pytest.raises(ParamError, match="profile"):
-        config.check_profile_name(name, REPO)
+        composition.check_profile(name, REPO)
 
 
 def test_model_config_contradictions_are_reported_under_the_params_key():
     from ctxrep.models.bert import BertConfig
     from ctxrep.models.bilm import BiLMConfig
 
-    bilm = config.defaults("pretrain_bilm", projection_dim=512, cell_dim=256)
+    bilm = composition.defaults("pretrain_bilm", projection_dim=512, cell_dim=256)
     with pytest.raises(ParamError) as e, config.as_param_error("pretrain_bilm"):
         BiLMConfig.from_params(bilm, vocab_size=1000)
     assert e.value.key == "pretrain_bilm.projection_dim" and "cell_dim" in str(e.value)
-    bert = config.defaults("pretrain_bert", size="custom", hidden_size=30, num_attention_heads=4)
+    bert = composition.defaults("pretrain_bert", size="custom", hidden_size=30, num_attention_heads=4)
     with pytest.raises(ParamError) as e, config.as_param_error("pretrain_bert"):
         BertConfig.from_params(bert, vocab_size=1000)
     assert e.value.key.startswith("pretrain_bert.")
@@ -174,7 +175,7 @@ def test_pre_ln_bert_is_refused_before_pretraining_not_at_export():
     # The HF model directory later stages read has no pre-LN BERT; finding out after training
     # would waste the whole pretraining run.
     with pytest.raises(ParamError, match=r"pretrain_bert.pre_layer_norm.*Hugging Face"):
-        config.defaults("pretrain_bert", pre_layer_norm=True)
+        composition.defaults("pretrain_bert", pre_layer_norm=True)
 
 
 @pytest.mark.parametrize("path,overrides,key,expected", [
@@ -193,7 +194,7 @@ def test_pre_ln_bert_is_refused_before_pretraining_not_at_export():
 ])
 def test_absurd_values_are_refused_naming_the_param(path, overrides, key, expected):
     with pytest.raises(ParamError) as e:
-        config.defaults(path, **overrides)
+        composition.defaults(path, **overrides)
     assert e.value.key == key and expected in str(e.value)
 
 
@@ -220,7 +221,7 @@ def test_a_train_cap_that_leaves_nothing_to_train_on_is_refused_at_composition(t
     for n in range(1, 40):
         for fraction in (0.01, 0.2, 0.49):
             try:
-                config.defaults("transfer.common", max_train_examples=n, dev_fraction=fraction)
+                composition.defaults("transfer.common", max_train_examples=n, dev_fraction=fraction)
                 refused = False
             except ParamError:
                 refused = True
@@ -230,7 +231,7 @@ def test_a_train_cap_that_leaves_nothing_to_train_on_is_refused_at_composition(t
             except InputError:
                 fails = True
             assert refused == fails, (n, fraction)
-    assert config.defaults("transfer.common", max_train_examples=0).max_train_examples == 0
+    assert composition.defaults("transfer.common", max_train_examples=0).max_train_examples == 0
 
 
 def test_make_repro_refuses_a_bad_cap_before_dvc_runs(tmp_path):
@@ -239,7 +240,7 @@ def test_make_repro_refuses_a_bad_cap_before_dvc_runs(tmp_path):
     (repo / "conf/profile/tiny.yaml").write_text(
         (repo / "conf/profile/tiny.yaml").read_text().replace("max_train_examples: 64",
                                                               "max_train_examples: 1"))
-    proc = subprocess.run([sys.executable, "-m", "ctxrep.config", "check", "tiny"], cwd=repo,
+    proc = subprocess.run([sys.executable, "-m", "ctxrep", "check-params", "tiny"], cwd=repo,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2, proc.stderr
     assert "transfer.common.max_train_examples" in proc.stderr and "Traceback" not in proc.stderr

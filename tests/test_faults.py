@@ -141,9 +141,10 @@ def test_queued_experiments_with_two_workers_both_reach_mlflow(tmp_path, tiny_mi
 ])
 def test_contradictory_params_are_named(section, values, key):
     from ctxrep import config
+    from ctxrep.config import composition
 
     with pytest.raises(config.ParamError) as e:
-        config.defaults(section, **values)
+        composition.defaults(section, **values)
     assert e.value.key == key
 
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from ctxrep.config import defaults
+from ctxrep.config.composition import defaults
 from ctxrep.data import schemas
 from ctxrep.models.word_vectors import WordVectors
 from ctxrep.transfer.feature_models import WordFeatures
@@ -356,6 +356,7 @@ def test_each_method_reads_its_model_features_and_the_word_vectors_as_the_paper_
     from pathlib import Path
 
     from ctxrep import config
+    from ctxrep.config import composition
     from ctxrep.transfer.cell import input_paths
 
     vectors = Path("data/models/static")
@@ -366,6 +367,6 @@ def test_each_method_reads_its_model_features_and_the_word_vectors_as_the_paper_
                                                     vectors]
     for bert, folder in (("pretrain_bert", "data/models/bert"),
                          ("import_bert", "data/models/bert-published")):
-        p = config.defaults("transfer.bert-finetune", bert=bert)
+        p = composition.defaults("transfer.bert-finetune", bert=bert)
         assert input_paths("ud_pos", "bert-finetune", p) == [Path(folder)]
     assert config.READS_WORD_VECTORS == set(config.FEATURE_METHODS) - {"elmo-token"}

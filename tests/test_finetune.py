@@ -9,7 +9,7 @@ import pytest
 import torch
 from datasets import Dataset
 
-from ctxrep.config import defaults
+from ctxrep.config.composition import defaults
 from ctxrep.data import schemas
 from ctxrep.models.bert import BertConfig, BertForPreTraining
 from ctxrep.models.bert_hf import save_pretrained

@@ -8,8 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from ctxrep.data import fixture, registry, tasks
+from ctxrep.cli import main
+from ctxrep.data import registry, tasks
 from ctxrep.data import schemas as S
+
+
+def ctxrep_fixture(argv: list[str]) -> int:
+    """``ctxrep fixture ARGV...``'s exit status."""
+    try:
+        return main(["fixture", *argv])
+    except SystemExit as end:
+        return end.code
 
 
 def _pairs_xml(n: int) -> str:
@@ -41,7 +50,7 @@ def test_an_xml_file_is_cut_by_record_into_well_formed_xml(monkeypatch, tmp_path
         "tasks/new/train.xml": _pairs_xml(30).encode(),
         "tasks/new/dev.xml.gz": gzip.compress(_pairs_xml(25).encode())})
     out = tmp_path / "fixtures"
-    assert fixture.main([task, "--out", str(out)]) == 0
+    assert ctxrep_fixture([task, "--out", str(out)]) == 0
     assert "wrote" in capsys.readouterr().out
     data = (out / "tasks/new/train.xml").read_bytes()
     assert data.startswith(b'<?xml version="1.0" encoding="UTF-8"?>\n<entailment-corpus lang="en">')
@@ -54,7 +63,7 @@ def test_an_xml_file_is_cut_by_record_into_well_formed_xml(monkeypatch, tmp_path
     gz = ET.fromstring(gzip.decompress((out / "tasks/new/dev.xml.gz").read_bytes()))
     assert len(gz.findall("pair")) == 20
     # fewer records than asked: the whole file, still well-formed
-    assert fixture.main([task, "--out", str(out), "--records", "50"]) == 0
+    assert ctxrep_fixture([task, "--out", str(out), "--records", "50"]) == 0
     assert len(ET.fromstring((out / "tasks/new/train.xml").read_bytes())) == 30
 
 
@@ -62,7 +71,7 @@ def test_a_json_file_is_refused_before_anything_is_written(monkeypatch, tmp_path
     task = _task(monkeypatch, tmp_path, {"tasks/new/train.xml": _pairs_xml(30).encode(),
                                          "tasks/new/dev.json": b'{"data": []}\n'})
     out = tmp_path / "fixtures"
-    assert fixture.main([task, "--out", str(out)]) == 2
+    assert ctxrep_fixture([task, "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert "dev.json: a JSON file cannot be cut by lines: write its fixture by hand" in err
     assert not out.exists()  # the XML file before it was not written either
@@ -76,7 +85,7 @@ def test_a_json_file_is_refused_before_anything_is_written(monkeypatch, tmp_path
 def test_a_file_that_cannot_be_cut_safely_is_named_and_refused(monkeypatch, tmp_path, capsys,
                                                                 name, data, why):
     task = _task(monkeypatch, tmp_path, {f"tasks/new/{name}": data})
-    assert fixture.main([task, "--out", str(tmp_path / "fixtures")]) == 2
+    assert ctxrep_fixture([task, "--out", str(tmp_path / "fixtures")]) == 2
     err = capsys.readouterr().err
     assert f"tasks/new/{name}: " in err and why in err
     assert not (tmp_path / "fixtures").exists()
@@ -86,5 +95,5 @@ def test_line_based_files_are_still_cut_by_lines(monkeypatch, tmp_path):
     lines = "".join(f"gj04\t1\t\tSentence {i}.\n" for i in range(30))
     task = _task(monkeypatch, tmp_path, {"tasks/new/train.tsv": lines.encode()})
     out = tmp_path / "fixtures"
-    assert fixture.main([task, "--out", str(out), "--records", "5"]) == 0
+    assert ctxrep_fixture([task, "--out", str(out), "--records", "5"]) == 0
     assert (out / "tasks/new/train.tsv").read_text() == "".join(lines.splitlines(True)[:5])

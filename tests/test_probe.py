@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from datasets import ClassLabel, Dataset, DatasetDict, Features, List, Value
 
-from ctxrep.config import ParamError, defaults
+from ctxrep.config import ParamError
+from ctxrep.config.composition import defaults
 from ctxrep.metrics import compute
 from ctxrep.transfer.features import FeatureStore, FieldWriter, examples_fingerprint
 from ctxrep.transfer.kinds import target_word

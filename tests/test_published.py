@@ -18,6 +18,7 @@ import torch
 import yaml
 
 from ctxrep import config
+from ctxrep.config import composition
 from tests.conftest import REPO, run_stage, scratch_repo
 
 ELMO_FIXTURE = REPO.parent / "shared" / "fixtures" / "elmo-allennlp"
@@ -113,7 +114,7 @@ def test_a_hub_id_the_hub_cannot_serve_fails_saying_how_to_provide_it(tmp_path, 
 
 
 def _params(tmp_path: Path, profile: str, overrides: list[str]) -> dict:
-    config.compose(profile, overrides, root=REPO, out=tmp_path / "params.yaml")
+    composition.compose(profile, overrides, root=REPO, out=tmp_path / "params.yaml")
     return config.read_params(tmp_path)
 
 

@@ -139,9 +139,9 @@ def test_the_readme_marks_its_dvc_and_mlflow_snippets():
 
 def test_the_snippets_name_cells_of_the_default_grid(tmp_path):
     code = "\n".join(c for _, c in marked_blocks())
-    from ctxrep import config
+    from ctxrep.config import composition
 
-    grid = config.compose("default", root=REPO, out=tmp_path / "params.yaml")["grid"]
+    grid = composition.compose("default", root=REPO, out=tmp_path / "params.yaml")["grid"]
     for task, method in re.findall(r"transfer@([a-z0-9_]+)-([a-z0-9-]+)", code):
         assert task in grid["tasks"] and method in grid["methods"], (task, method)
     for task in re.findall(r"\b(sst2|ud_pos|conll2003|wic|sick|squad)\\?\.", code):

@@ -192,7 +192,7 @@ def follow_recipe(root: Path, tiny_mirror: Path, tiny_run) -> None:
     (root / "default_grid.json").write_text(json.dumps(compose(repo, "default")["grid"]["tasks"]))
     # The default profile's params are valid with the new tasks (it sets its own `tasks:`):
     # checked by the copy's own code, as `make repro` would before DVC starts.
-    check = subprocess.run([sys.executable, "-m", "ctxrep.config", "check", "default"], cwd=repo,
+    check = subprocess.run([sys.executable, "-m", "ctxrep", "check-params", "default"], cwd=repo,
                            env={**os.environ, **env}, capture_output=True, text=True, timeout=300)
     assert check.returncode == 0, check.stderr
     # Step 6, on the tiny profile; the cost kept down with -S: only the new cells, one

@@ -7,7 +7,16 @@ import json
 
 import pytest
 
-from ctxrep.recipes import main, recipes, table, with_reference_first
+from ctxrep.cli import main as ctxrep_main
+from ctxrep.recipes import recipes, table, with_reference_first
+
+
+def run_recipes(argv: list[str]) -> int:
+    """``ctxrep recipes ARGV...``'s exit status."""
+    try:
+        return ctxrep_main(["recipes", *argv])
+    except SystemExit as end:
+        return end.code
 
 
 def exp(rev: str, name: str, lr: float) -> dict:
@@ -60,11 +69,11 @@ def test_command_line_writes_table_and_figure(tmp_path, monkeypatch):
     show = tmp_path / "show.json"
     show.write_text(json.dumps(SHOW))
     monkeypatch.setattr("ctxrep.recipes.read_from_dvc", read)
-    assert main(["--show-json", str(show), "--experiments", "bilm-recipe-*", "--out", str(tmp_path)]) == 0
+    assert run_recipes(["--show-json", str(show), "--experiments", "bilm-recipe-*", "--out", str(tmp_path)]) == 0
     assert "bilm-recipe-fast" in (tmp_path / "recipes.md").read_text()
     assert (tmp_path / "recipes.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_unknown_model_is_refused():
     with pytest.raises(SystemExit):
-        main(["--model", "gpt"])
+        ctxrep_main(["recipes", "--model", "gpt"])

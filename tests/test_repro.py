@@ -20,7 +20,7 @@ def fake_dvc(tmp_path, body: str):
 
 def repro(repo, dvc, **kw):
     env = {**os.environ, "DVC": dvc}
-    return subprocess.Popen([sys.executable, "-m", "ctxrep.repro", "tiny"], cwd=repo, env=env,
+    return subprocess.Popen([sys.executable, "-m", "ctxrep", "repro", "tiny"], cwd=repo, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
 
@@ -114,14 +114,14 @@ def test_overrides_are_checked_before_dvc_and_a_rejected_one_leaves_params_alone
     args = tmp_path / "args"
     dvc = fake_dvc(tmp_path, f'printf "%s\\n" "$@" > {args}')
     env = {**os.environ, "DVC": dvc, "SET": "pretrain_bilm.steps=-5"}
-    bad = subprocess.run([sys.executable, "-m", "ctxrep.repro", "tiny"], cwd=repo, env=env,
+    bad = subprocess.run([sys.executable, "-m", "ctxrep", "repro", "tiny"], cwd=repo, env=env,
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "pretrain_bilm.steps" in bad.stderr, bad.stderr
     assert not args.exists(), "DVC ran with a rejected override"
     after = (repo / "params.yaml").read_bytes() if (repo / "params.yaml").exists() else None
     assert after == before
     env["SET"] = "pretrain_bilm.steps=7 'grid.tasks=[ud_pos]'"
-    good = subprocess.run([sys.executable, "-m", "ctxrep.repro", "tiny"], cwd=repo, env=env,
+    good = subprocess.run([sys.executable, "-m", "ctxrep", "repro", "tiny"], cwd=repo, env=env,
                           capture_output=True, text=True, timeout=120)
     assert good.returncode == 0, good.stderr
     assert args.read_text().split("\n")[:7] == [

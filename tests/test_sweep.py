@@ -6,7 +6,16 @@ from __future__ import annotations
 import json
 
 from ctxrep.report.summary import claim_metrics, headline, pretrain_headlines
-from ctxrep.sweep import main, sweep_points
+from ctxrep.cli import main as ctxrep_main
+from ctxrep.sweep import sweep_points
+
+
+def run_sweep(argv: list[str]) -> int:
+    """``ctxrep sweep ARGV...``'s exit status."""
+    try:
+        return ctxrep_main(["sweep", *argv])
+    except SystemExit as end:
+        return end.code
 
 
 def exp_data(tokens: int, claims: list[dict]) -> dict:
@@ -64,12 +73,12 @@ def test_points_follow_pretraining_tokens_with_their_claim_only():
 def test_command_line_writes_the_table_and_the_figure(tmp_path):
     show = tmp_path / "show.json"
     show.write_text(json.dumps(SHOW))
-    assert main(["--show-json", str(show), "--out", str(tmp_path / "out")]) == 0
+    assert run_sweep(["--show-json", str(show), "--out", str(tmp_path / "out")]) == 0
     table = (tmp_path / "out" / "sweep.md").read_text()
     assert "| ud_pos | bilm-steps-1600 | 1,600,000 | +2.0 | [+0.5, +3.5] | reproduced |" in table
     assert (tmp_path / "out" / "sweep.png").read_bytes()[:4] == b"\x89PNG"
     empty = tmp_path / "empty.json"
     empty.write_text(json.dumps(SHOW[:1]))
-    assert main(["--show-json", str(empty), "--out", str(tmp_path / "none")]) == 0
+    assert run_sweep(["--show-json", str(empty), "--out", str(tmp_path / "none")]) == 0
     assert "No experiment" in (tmp_path / "none" / "sweep.md").read_text()
     assert not (tmp_path / "none" / "sweep.png").exists()

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from ctxrep.config import defaults
+from ctxrep.config.composition import defaults
 from ctxrep.data import registry, sources
 from ctxrep.data.tokenized import TokenizedCorpus, build, is_heldout
 from ctxrep.text.segment import split_sentences, word_tokenize

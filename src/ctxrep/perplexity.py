@@ -291,11 +291,11 @@ def score(model_dir: Path, text_path: Path, max_tokens: int | None = None) -> di
     """The numbers ``ctxrep perplexity`` prints; ``max_tokens`` None: the default per kind
     (biLM: all words; BERT: :data:`DEFAULT_MAX_TOKENS` pieces)."""
     model_dir, text_path = Path(model_dir), Path(text_path)
-    kind = detect_kind(model_dir)
+    model = detect_kind(model_dir)
     sentences = read_sentences(text_path)
     if max_tokens is not None and max_tokens < 0:
         raise InputError(f"--max-tokens must be >= 0 (0 = no limit), got {max_tokens}")
-    if kind == BILM:
+    if model == BILM:
         result = bilm_perplexity(model_dir, sentences, max_tokens or 0)
     else:
         result = bert_pseudo_perplexity(model_dir, sentences,
@@ -339,7 +339,7 @@ def add_arguments(p) -> None:
     p.add_argument("--json", type=Path, metavar="PATH", help="also write the numbers here (JSON)")
 
 
-def run(a) -> dict:
+def run(a) -> None:
     result = score(a.model, a.textfile, a.max_tokens)
     print(format_table(result))
     if a.json:
@@ -347,4 +347,3 @@ def run(a) -> dict:
 
         with atomic_file(a.json) as f:
             f.write(json.dumps(result, indent=2) + "\n")
-    return result

@@ -7,7 +7,7 @@ Queue one experiment per recipe, running only the pretraining stage, then collec
     dvc exp run --queue pretrain_bilm -n bilm-recipe-base
     dvc exp run --queue pretrain_bilm -S pretrain_bilm.lr=0.005 -n bilm-recipe-lr5e-3
     dvc exp run --run-all                  # one after another: each timing has the machine
-    python -m ctxrep.recipes --model bilm --experiments 'bilm-recipe-*' --target 190
+    ctxrep recipes --model bilm --experiments 'bilm-recipe-*' --target 190
 
 Each experiment's ``reports/compute/pretrain_<model>.json`` (a DVC output, read from the cache
 at the experiment's revision) holds ``heldout_curve``: every evaluation's step, the training
@@ -105,7 +105,7 @@ def table(found: list[Recipe], model: str, target: float) -> str:
     head = f"# Pretraining recipes: {metric} against training seconds\n\n"
     if not found:
         return head + ("_No experiment has a timed held-out curve: run the queued experiments "
-                       "first (see `python -m ctxrep.recipes --help`)._\n")
+                       "first (see `ctxrep recipes --help`)._\n")
     rows = []
     for r in found:
         hit = r.first_at(target, lower)
@@ -137,9 +137,9 @@ def figure(found: list[Recipe], model: str, target: float) -> Figure | None:
     return fig
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ctxrep.recipes", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--model", choices=sorted(METRIC), default="bilm")
     parser.add_argument("--target", type=float, default=190.0,
                         help="the held-out value to reach (bilm: perplexity; bert: MLM accuracy)")
@@ -151,7 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show-json", type=Path,
                         help="read this `dvc exp show --json` output instead of running it")
     parser.add_argument("--out", type=Path, default=Path("reports"))
-    args = parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
     show = json.loads(args.show_json.read_text()) if args.show_json else exp_show_json()
     found = with_reference_first(recipes(show, args.model, args.experiments, read=read_from_dvc),
                                  args.reference)
@@ -165,6 +167,3 @@ def main(argv: list[str] | None = None) -> int:
           + (f", {args.out / 'recipes.png'}" if fig else ""))
     return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

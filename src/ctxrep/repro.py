@@ -1,6 +1,6 @@
 """``make repro PROFILE=<name>``: compose the profile and run the pipeline, safely.
 
-    python -m ctxrep.repro PROFILE [OVERRIDE...]      (make repro PROFILE=… SET='key=value …')
+    ctxrep repro PROFILE [OVERRIDE...]      (make repro PROFILE=… SET='key=value …')
 
 1. The profile name is checked (a plain word naming ``conf/profile/<name>.yaml``) and the
    params it composes to, with the overrides (``dvc exp run -S`` syntax), are validated before
@@ -36,7 +36,8 @@ import sys
 import uuid
 from pathlib import Path
 
-from ctxrep import config, workspace
+from ctxrep import workspace
+from ctxrep.config.composition import check
 from ctxrep.tracking import PIPELINE_ENV
 from ctxrep.verify import run_verify
 
@@ -104,15 +105,23 @@ def prune_lock(root: Path = Path(".")) -> list[str]:
     return stale
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) < 1:
-        say("usage: python -m ctxrep.repro PROFILE [OVERRIDE...]")
-        return 2
-    profile, overrides = argv[0], argv[1:]
+def add_arguments(parser) -> None:
+    parser.add_argument("profile", help="a profile of conf/profile/")
+    parser.add_argument("overrides", nargs="*", metavar="OVERRIDE",
+                        help="key=value, as `dvc exp run -S` takes it")
+
+
+def run(args) -> int:
+    # `make repro SET='a.b=1 c=[x,y]'`: make's overrides come through the environment, split
+    # here (no shell, so no globbing of `[x,y]`).
+    return main(args.profile, [*args.overrides, *shlex.split(os.environ.get("SET", ""))])
+
+
+def main(profile: str, overrides: list[str]) -> int:
     if not Path(".git").exists():
         say("make repro needs a git checkout (DVC experiments)")
         return 2
-    if config.main(["check", profile, *overrides]) != 0:
+    if check(profile, overrides) != 0:
         return 2
     lock = acquire_lock()
     owner = workspace.live_owner()  # a DVC process left running by a killed `make repro`
@@ -155,8 +164,3 @@ def main(argv: list[str]) -> int:
         say("done. Report: reports/report.md; numbers: dvc metrics show / dvc exp show")
     return rc
 
-
-if __name__ == "__main__":
-    # `make repro SET='a.b=1 c=[x,y]'`: the overrides come through the environment, split here
-    # (no shell, so no globbing of `[x,y]`).
-    raise SystemExit(main(sys.argv[1:] + shlex.split(os.environ.get("SET", ""))))

@@ -6,7 +6,7 @@ Queue experiments that differ in one pretraining budget, run them, then collect 
       dvc exp run --queue -S profile=default -S pretrain_bilm.steps=$s -n bilm-steps-$s
     done
     dvc exp run --run-all
-    python -m ctxrep.sweep --model bilm --claim elmo:static
+    ctxrep sweep --model bilm --claim elmo:static
 
 Every experiment's ``metrics/claims.json`` carries the report's claims (Δ and its 95 %
 bootstrap CI per task) and ``metrics/headline.json`` its pretraining tokens; both are
@@ -136,27 +136,35 @@ def table(points: dict[str, list[SweepPoint]], better: str, worse: str) -> str:
     head = f"# Pretraining-budget sweep: {better} − {worse}\n\n"
     if not rows:
         return head + ("_No experiment has both the claim and the pretraining metrics: run the "
-                       "queued experiments first (see `python -m ctxrep.sweep --help`)._\n")
+                       "queued experiments first (see `ctxrep sweep --help`)._\n")
     return head + markdown_table(["task", "experiment", "pretraining tokens", "Δ", "95 % CI",
                                   "verdict"], rows) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ctxrep.sweep", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+def _claim(text: str) -> tuple[str, str]:
+    if ":" not in text:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected BETTER:WORSE, e.g. elmo:static")
+    better, worse = text.split(":", 1)
+    return better, worse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--model", choices=("bilm", "bert"), default="bilm",
                         help="whose pretraining tokens are the x axis")
-    parser.add_argument("--claim", default="elmo:static", help="BETTER:WORSE (methods)")
+    parser.add_argument("--claim", type=_claim, default="elmo:static",
+                        help="BETTER:WORSE (methods)")
     parser.add_argument("--show-json", type=Path,
                         help="read this `dvc exp show --json` output instead of running it")
     parser.add_argument("--experiments", default="*", metavar="PATTERN",
                         help="only experiments (and baseline commits) whose name matches this "
                              "shell pattern, e.g. 'bilm-steps-*'")
     parser.add_argument("--out", type=Path, default=Path("reports"))
-    args = parser.parse_args(argv)
-    if ":" not in args.claim:
-        parser.error(f"--claim {args.claim!r}: expected BETTER:WORSE, e.g. elmo:static")
-    better, worse = args.claim.split(":", 1)
+
+
+def run(args: argparse.Namespace) -> int:
+    better, worse = args.claim
     show = json.loads(args.show_json.read_text()) if args.show_json else exp_show_json()
     points = sweep_points(show, args.model, better, worse, args.experiments)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -169,6 +177,3 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.out / 'sweep.md'}" + (f", {args.out / 'sweep.png'}" if fig else ""))
     return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -106,6 +106,11 @@ def cache_dir(root: Path) -> Path:
         return Path(repo.cache.local.path)
 
 
+def _inside(rel: str, folder: str) -> bool:
+    """Whether the relative path ``rel`` is ``folder`` or below it."""
+    return rel == folder or rel.startswith(folder + "/")
+
+
 def check_output(root: Path, path: str, md5: str, cache: Path | None,
                  within: str | None = None) -> list[str]:
     """Problems of one output (empty when its bytes are what dvc.lock records); ``within``: only
@@ -126,9 +131,8 @@ def check_output(root: Path, path: str, md5: str, cache: Path | None,
         return [f"{path}: missing"]
     actual = {p.relative_to(target).as_posix(): p for p in target.rglob("*") if p.is_file()}
     if within is not None:
-        inside = lambda rel: rel == within or rel.startswith(within + "/")  # noqa: E731
-        expected = {rel: v for rel, v in expected.items() if inside(rel)}
-        actual = {rel: v for rel, v in actual.items() if inside(rel)}
+        expected = {rel: v for rel, v in expected.items() if _inside(rel, within)}
+        actual = {rel: v for rel, v in actual.items() if _inside(rel, within)}
     problems = [f"{path}/{rel}: missing" for rel in sorted(set(expected) - set(actual))]
     problems += [f"{path}/{rel}: not in dvc.lock's listing" for rel in sorted(set(actual) - set(expected))]
     for rel in sorted(set(expected) & set(actual)):
@@ -186,6 +190,16 @@ def _folder_holding(path: str, outs: dict[str, str]) -> str | None:
 REPAIR_HINT = ("Repair them with `ctxrep verify --repair`: it removes corrupt DVC cache objects "
                "and the bad workspace copies, restores them with `dvc pull` and `dvc checkout "
                "--relink`, and names the stage to rerun for what no remote holds")
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--repair", action="store_true", help="remove corrupt DVC cache objects "
+                        "and bad workspace copies, restore them (dvc pull, dvc checkout "
+                        "--relink), name the stage to rerun for what cannot be restored")
+
+
+def run(args) -> int:
+    return run_verify(".", args.repair)
 
 
 def run_verify(root: Path | str = ".", repair: bool = False, say=print) -> int:

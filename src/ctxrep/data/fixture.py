@@ -151,13 +151,3 @@ def run(a) -> int:
         print(f"ctxrep fixture: {e}", file=sys.stderr)
         return 2
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="ctxrep fixture", description=__doc__.splitlines()[0])
-    add_arguments(ap)
-    return run(ap.parse_args(argv))
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

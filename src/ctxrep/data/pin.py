@@ -8,7 +8,6 @@ stages depend on the file, so pinning one task reruns no other.
 
     ctxrep pin rte               # hash $CTXREP_DATA_MIRROR's files of rte, write the pins
     ctxrep pin rte --print       # only print them
-    python -m ctxrep.data.pin rte
 
 Pin the files as published (right after downloading them), so a later modified or truncated
 copy is caught. Whether a task was pinned and checked is recorded in its fetch manifest
@@ -61,11 +60,6 @@ def write_pins(task: str, pins: dict[str, str], module_file: Path | None = None)
     return path
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="ctxrep pin", description=__doc__.splitlines()[0])
-    add_arguments(ap)
-    return run(ap.parse_args(argv))
-
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("task", help="a task of the registry whose mirror files to pin")
@@ -84,7 +78,3 @@ def run(a) -> int:
         print(f"ctxrep pin: {e}", file=sys.stderr)
         return 2
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

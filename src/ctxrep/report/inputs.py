@@ -270,7 +270,7 @@ def ledger_stages(tasks: list[str], methods: list[str],
     curve_stages = [(f"learning_curve@{t}-{m}", f"learning curve {m}")
                     for m in curve["methods"] for t in curve["tasks"]] if curve else []
     single = ["tokenize", "pretrain_bilm", "pretrain_bert", "import_bert", "pretrain_static",
-              "intrinsic", "extract@bilm",
+              "neighbors", "intrinsic", "extract@bilm",
               "extract@bert", "extract@bilm-random", "extract@bert-random"]
     return ([(name, name) for name in single]
             + [(f"baseline@{t}", "baselines") for t in tasks]

@@ -25,9 +25,15 @@ def get(name: str):
     """The :class:`~ctxrep.data.registry.DatasetSpec` of task ``name``."""
     from ctxrep.config import ParamError
 
-    if name not in names():
-        raise ParamError("tasks", name, f"a task of the registry: {names()}")
-    spec = importlib.import_module(f"{__name__}.{name}").SPEC
+    module = f"{__name__}.{name}"
+    try:
+        if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
+            raise ModuleNotFoundError(name=module)
+        spec = importlib.import_module(module).SPEC
+    except ModuleNotFoundError as e:
+        if e.name != module:  # the task's module exists and imports something missing
+            raise
+        raise ParamError("tasks", name, f"a task of the registry: {names()}") from None
     if spec.name != name:
         raise ValueError(f"{HERE / name}.py: SPEC.name is {spec.name!r}, not the module's name")
     return spec

@@ -1,0 +1,96 @@
+"""Profiles composed into ``params.yaml`` by DVC's Hydra integration, as ``dvc exp run -S
+profile=<p> -S key=value`` does, and checked before DVC touches anything."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ctxrep.config.fields import ParamError, from_dict
+from ctxrep.config.methods import FEATURE_METHODS
+from ctxrep.config.params import (CONF_DIR, PARAMS_FILE, _section, check_profile_name,
+                                  read_params)
+from ctxrep.config.sections import (SECTIONS, FeatureTransferParams, FinetuneTransferParams,
+                                    TransferCommon)
+
+PROFILE_DIR = f"{CONF_DIR}/profile"
+
+
+def defaults(path: str, **overrides):
+    """Section ``path`` (``tokenize``, ``transfer.elmo``, ...) with the default profile's values
+    from conf/config.yaml, then ``overrides``, validated: for tests, benchmarks and notebooks,
+    which then share the pipeline's one source of values."""
+    conf = Path(__file__).resolve().parents[3] / CONF_DIR / "config.yaml"
+    raw = yaml.safe_load(conf.read_text(encoding="utf-8"))
+    values = {**_section(raw, *path.split(".")), **overrides}
+    if path.startswith("transfer."):
+        method = path.split(".", 1)[1]
+        cls = (TransferCommon if method == "common" else FeatureTransferParams
+               if method in FEATURE_METHODS else FinetuneTransferParams)
+    else:
+        cls = SECTIONS[path]
+    return from_dict(cls, values, path)
+
+
+def check_profile(name: Any, root: Path | str = ".") -> str:
+    """A profile name that is a plain word (:func:`~ctxrep.config.params.check_profile_name`)
+    and names a file in conf/profile/."""
+    check_profile_name(name)
+    available = profiles(root)
+    if name not in available:
+        raise ParamError("profile", name, f"one of {available} (files in {PROFILE_DIR}/)")
+    return name
+
+
+def profiles(root: Path | str = ".") -> list[str]:
+    return sorted(p.stem for p in (Path(root) / PROFILE_DIR).glob("*.yaml"))
+
+
+def compose(profile: str, overrides: list[str] = (), root: Path | str = ".",
+            out: Path | str | None = None) -> dict:
+    """Write params.yaml (or ``out``) from conf/ exactly as ``dvc exp run -S profile=<p>
+    -S <override>...`` does (DVC's own Hydra composition), and return it."""
+    from dvc.utils.hydra import compose_and_dump
+
+    root = Path(root).resolve()
+    check_profile(profile, root)
+    out = Path(out) if out is not None else root / PARAMS_FILE
+    compose_and_dump(out, str(root / CONF_DIR), None, "config", str(root),
+                     [f"profile={profile}", *overrides])
+    return yaml.safe_load(out.read_text())
+
+
+def check(profile: str, overrides: list[str] = ()) -> int:
+    """``ctxrep check-params PROFILE [OVERRIDE...]``: the profile name is safe and exists, and
+    the params it composes to with the overrides (``key=value``, as ``dvc exp run -S`` takes
+    them) are valid; 0, or 2 with the reason on stderr. ``make repro`` runs this before DVC
+    touches anything, so a rejected value never reaches ``params.yaml``."""
+    import tempfile
+
+    try:
+        check_profile(profile, ".")
+        with tempfile.TemporaryDirectory() as tmp:
+            composed = compose(profile, list(overrides), root=".", out=Path(tmp) / PARAMS_FILE)
+            read_params(tmp)
+    except ParamError as err:
+        print(f"ctxrep: bad params: {err}", file=sys.stderr)
+        return 2
+    except Exception as err:  # noqa: BLE001 — Hydra's errors (a broken conf/ file) name the file
+        print(f"ctxrep: cannot compose profile {profile!r} from {CONF_DIR}/: {err}",
+              file=sys.stderr)
+        return 2
+    print(f"ctxrep: profile {composed['profile']!r}: params valid", file=sys.stderr)
+    return 0
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("profile", help="a profile of conf/profile/")
+    parser.add_argument("overrides", nargs="*", metavar="OVERRIDE",
+                        help="key=value, as `dvc exp run -S` takes it")
+
+
+def run(args) -> int:
+    return check(args.profile, args.overrides)
