@@ -15,7 +15,7 @@ from ctxrep.models.bert_import import import_stage
 from ctxrep.pretraining import loop
 from ctxrep.pretraining.bert_objective import BertObjective, load_documents
 from ctxrep.published import record_trained
-from ctxrep.registry import register_bert
+from ctxrep.model_registry import register_bert
 from ctxrep.stage import stage
 
 OUT, CKPT = Path("data/models/bert"), Path("data/checkpoints/pretrain_bert")

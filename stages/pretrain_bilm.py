@@ -16,7 +16,7 @@ from ctxrep.pretraining import loop
 from ctxrep.pretraining.bilm_objective import (BiLMObjective, WordTypes, load_sentences,
                                                unigram_perplexity)
 from ctxrep.published import elmo_files, publish_import, record_trained
-from ctxrep.registry import register_bilm
+from ctxrep.model_registry import register_bilm
 from ctxrep.stage import stage
 
 OUT, CKPT = Path("data/models/bilm"), Path("data/checkpoints/pretrain_bilm")

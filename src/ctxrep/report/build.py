@@ -18,7 +18,7 @@ from ctxrep.report import evidence as ev
 from ctxrep.report import findings, plots
 from ctxrep.report import learning_curves as lc
 from ctxrep.report.inputs import ComputeEntry, ReportInputs, ledger_stages
-from ctxrep.report.published import BERT_PRETRAINING, ELMO_PRETRAINING
+from ctxrep.report.papers import BERT_PRETRAINING, ELMO_PRETRAINING
 from ctxrep.report.summary import claim_metrics, headline, summarise
 from ctxrep.transfer.record import CellRecord
 from ctxrep.report.tables import MISSING, TABLES, markdown_table, published_sources, results_table

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ctxrep.transfer.record import CellRecord
-from ctxrep.report.published import PUBLISHED, published
+from ctxrep.report.papers import PUBLISHED, published
 
 MISSING = "—"
 

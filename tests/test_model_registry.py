@@ -88,14 +88,14 @@ def store(tmp_path_factory):
 @pytest.fixture(scope="module")
 def registered(store):
     """The tiny BERT and biLM, each registered by its stage's run under profile ``tiny``."""
-    from ctxrep import registry, tracking
+    from ctxrep import model_registry, tracking
 
     root, _ = store
     bert, bilm = tiny_bert(root), tiny_bilm(root / "bilm")
     with tracking.stage_run("pretrain_bert") as run:
-        bert_version = registry.register_bert(run, bert, profile="tiny")
+        bert_version = model_registry.register_bert(run, bert, profile="tiny")
     with tracking.stage_run("pretrain_bilm") as run:
-        bilm_version = registry.register_bilm(run, bilm, profile="tiny")
+        bilm_version = model_registry.register_bilm(run, bilm, profile="tiny")
     assert bert_version is not None and bilm_version is not None
     return {"bert": (bert, bert_version), "bilm": (bilm, bilm_version)}
 
@@ -163,15 +163,15 @@ def test_both_registered_models_predict_in_a_fresh_process(registered, store, tm
 def test_bert_with_its_mlm_head_is_registered_for_fill_mask(registered):
     import mlflow
 
-    from ctxrep import registry
+    from ctxrep import model_registry
 
     bert, version = registered["bert"]
     client = mlflow.MlflowClient()
-    assert client.get_model_version_by_alias(registry.BERT_NAME, "latest-tiny").version == version.version
+    assert client.get_model_version_by_alias(model_registry.BERT_NAME, "latest-tiny").version == version.version
     assert version.tags["task"] == "fill-mask" and version.tags["mlm_head"] == "true"
     assert version.tags["hf_architecture"] == "BertForMaskedLM"
-    assert version.tags["dvc_md5"] == registry.dvc_md5(bert) and version.tags["profile"] == "tiny"
-    flavor = mlflow.models.get_model_info(f"models:/{registry.BERT_NAME}/{version.version}").flavors
+    assert version.tags["dvc_md5"] == model_registry.dvc_md5(bert) and version.tags["profile"] == "tiny"
+    flavor = mlflow.models.get_model_info(f"models:/{model_registry.BERT_NAME}/{version.version}").flavors
     assert flavor["transformers"]["task"] == "fill-mask" and "python_function" in flavor
 
 
@@ -179,23 +179,23 @@ def test_bert_with_its_mlm_head_is_registered_for_fill_mask(registered):
 def test_an_imported_encoder_without_mlm_head_is_not_registered_for_fill_mask(store):
     import mlflow
 
-    from ctxrep import registry, tracking
+    from ctxrep import model_registry, tracking
     from ctxrep.models.bert_import import has_mlm_head
 
     root, _ = store
     encoder = tiny_bert(root, mlm_head=False)
     assert not has_mlm_head(encoder)
     with tracking.stage_run("pretrain_bert") as run:
-        version = registry.register_bert(run, encoder, profile="published")
+        version = model_registry.register_bert(run, encoder, profile="published")
     assert version is not None
     assert version.tags["task"] == "feature-extraction" and version.tags["mlm_head"] == "false"
     assert version.tags["hf_architecture"] == "BertModel"
     client = mlflow.MlflowClient()
-    described = client.get_model_version(registry.BERT_NAME, version.version)
+    described = client.get_model_version(model_registry.BERT_NAME, version.version)
     assert "no fill-mask" in described.description
-    aliased = client.get_model_version_by_alias(registry.BERT_NAME, "latest-published")
+    aliased = client.get_model_version_by_alias(model_registry.BERT_NAME, "latest-published")
     assert aliased.version == version.version
-    flavor = mlflow.models.get_model_info(f"models:/{registry.BERT_NAME}/{version.version}").flavors
+    flavor = mlflow.models.get_model_info(f"models:/{model_registry.BERT_NAME}/{version.version}").flavors
     assert flavor["transformers"]["task"] == "feature-extraction"
     assert flavor["transformers"].get("instance_type") != "FillMaskPipeline"
 
@@ -204,15 +204,15 @@ def test_an_imported_encoder_without_mlm_head_is_not_registered_for_fill_mask(st
 def test_the_bilm_is_registered_with_its_dvc_hash(registered, store, tmp_path):
     import mlflow
 
-    from ctxrep import registry, tracking
+    from ctxrep import model_registry, tracking
 
     _, first = registered["bilm"]
     model = tiny_bilm(tmp_path / "bilm", seed=1)  # new weights: a new DVC hash
     with tracking.stage_run("pretrain_bilm") as run:
-        second = registry.register_bilm(run, model, profile="retrained")
+        second = model_registry.register_bilm(run, model, profile="retrained")
     assert (first.name, int(second.version)) == ("ctxrep-bilm", int(first.version) + 1)
     assert first.tags["dvc_md5"].endswith(".dir") and first.tags["dvc_md5"] != second.tags["dvc_md5"]
-    assert second.tags["dvc_md5"] == registry.dvc_md5(model) and second.tags["profile"] == "retrained"
+    assert second.tags["dvc_md5"] == model_registry.dvc_md5(model) and second.tags["profile"] == "retrained"
     client = mlflow.MlflowClient()  # one alias per profile: latest-tiny stays where it was
     assert client.get_model_version_by_alias("ctxrep-bilm", "latest-retrained").version == second.version
     assert client.get_model_version_by_alias("ctxrep-bilm", "latest-tiny").version == first.version
@@ -225,15 +225,15 @@ def test_the_bilm_is_registered_with_its_dvc_hash(registered, store, tmp_path):
 
 
 def test_a_failed_registration_is_warned_and_tagged_not_raised(store, tmp_path, caplog):
-    from ctxrep import registry, tracking
+    from ctxrep import model_registry, tracking
 
     with tracking.stage_run("pretrain_bilm") as run:
-        assert registry.register_bilm(run, tmp_path / "missing", profile="tiny") is None
+        assert model_registry.register_bilm(run, tmp_path / "missing", profile="tiny") is None
     tags = run.client.get_run(run.run_id).data.tags
     assert tags["registry_error"].startswith("ctxrep-bilm") and "could not" in caplog.text
 
 
 def test_the_alias_of_a_profile():
-    from ctxrep.registry import alias
+    from ctxrep.model_registry import alias
 
     assert alias("tiny") == "latest-tiny" and alias(None) == "latest-default"
