@@ -4,6 +4,7 @@ import datasets
 import numpy as np
 import pytest
 
+from ctxrep import kinds
 from ctxrep.analysis import baselines as B
 from ctxrep.analysis.bootstrap import (Interval, bootstrap_mean, contrast, example_stats,
                                        metric_value, paired_difference)
@@ -46,15 +47,15 @@ def test_overlap_window_picks_the_span_next_to_the_question_words():
     assert B.overlap_window("What is the capital of France ?", context) == "Paris"
 
 
-def test_predict_all_gives_each_kind_its_baselines():
+def test_each_kind_gives_its_baselines():
     tagging = datasets.Dataset.from_dict({"tokens": [["a", "b"], ["b"]], "tags": [[0, 1], [1]]},
                                          features=schemas.tagging(["X", "Y"]))
-    assert B.predict_all("tagging", tagging, tagging) == {"majority": [[1, 1], [1]],
-                                                          "lookup": [[0, 1], [1]]}
+    assert kinds.get("tagging").baselines(tagging, tagging) == {"majority": [[1, 1], [1]],
+                                                                       "lookup": [[0, 1], [1]]}
     sentences = datasets.Dataset.from_dict({"text": ["good", "bad", "good", "bad"],
                                             "label": [1, 0, 1, 0]},
                                            features=schemas.classification(["n", "p"]))
-    out = B.predict_all("classification", sentences, sentences)
+    out = kinds.get("classification").baselines(sentences, sentences)
     assert out["majority"] == [0, 0, 0, 0] and out["tfidf-lr"] == [1, 0, 1, 0]
 
 
@@ -73,7 +74,7 @@ def test_regression_baselines_mean_and_tfidf_ridge():
     ds = datasets.Dataset.from_dict({"text": [r[0] for r in rows], "text_pair": [r[1] for r in rows],
                                      "label": [r[2] for r in rows]}, features=schemas.regression())
     train, test = ds.select(range(120)), ds.select(range(120, 160))
-    out = B.predict_all("regression", train, test)
+    out = kinds.get("regression").baselines(train, test)
     assert set(out) == {"mean", "tfidf-ridge"}
     assert out["mean"] == [pytest.approx(np.mean(train["label"]))] * 40
     assert compute("pearson_spearman", out["mean"], test["label"])["pearson"] == 0.0

@@ -5,13 +5,13 @@ import numpy as np
 import pytest
 import torch
 
+from ctxrep import kinds
 from ctxrep.config.composition import defaults
 from ctxrep.data import schemas
 from ctxrep.models.word_vectors import WordVectors
 from ctxrep.transfer.feature_models import WordFeatures
 from ctxrep.transfer.feature_train import build_model, run_feature_transfer
 from ctxrep.transfer.features import FeatureStore, FieldWriter, task_words
-from ctxrep.transfer.kinds import FIELDS
 
 N_LAYERS, DIM, VEC_DIM = 3, 8, 4
 
@@ -36,7 +36,7 @@ def write_store(root, kind, dataset, signal, validation=None):
 
     splits = {"train": dataset} if validation is None else {"train": dataset,
                                                             "validation": validation}
-    for field in FIELDS[kind]:
+    for field in kinds.get(kind).FIELDS:
         for split, examples in splits.items():
             w = FieldWriter(root, split, field)
             for ex in examples:

@@ -11,6 +11,9 @@ from datasets import Dataset
 
 from ctxrep.config.composition import defaults
 from ctxrep.data import schemas
+from ctxrep.kinds import best_span
+from ctxrep.kinds.span_qa import SpanQAFormat, context_windows
+from ctxrep.kinds.tagging import TaggingFormat
 from ctxrep.models.bert import BertConfig, BertForPreTraining
 from ctxrep.models.bert_hf import save_pretrained
 from ctxrep.text.wordpiece import save_wordpiece, train_wordpiece
@@ -20,8 +23,6 @@ from ctxrep.transfer.finetune import (
     load_tokenizer,
     run_finetune,
 )
-from ctxrep.transfer.finetune_tasks import SpanQA, Tagging, context_windows
-from ctxrep.transfer.kinds import best_span
 
 # ---------------------------------------------------------------------------------------------
 # Tiny task data (canonical schemas)
@@ -213,7 +214,7 @@ def test_tagging_overfits_with_one_tag_per_word(model_dir, tmp_path):
     pieces = {w: len(tokenizer.encode(w, add_special_tokens=False).ids) for t, _ in TAGGED for w in t.split()}
     assert pieces["Blackburnshire"] > 1 and pieces["u.s."] > 1, "fixture must have multi-piece words"
 
-    features = Tagging(tokenizer, params(), dataset).encode(dataset)
+    features = TaggingFormat(tokenizer, params(), dataset).encode(dataset)
     # The label sits on each word's first sub-word only: after [CLS] and the pieces of the words before.
     for feature, (text, _), tags in zip(features, TAGGED, dataset["tags"]):
         word_lengths = [pieces[w] for w in text.split()]
@@ -229,7 +230,7 @@ def test_tagging_overfits_with_one_tag_per_word(model_dir, tmp_path):
 
 def test_span_qa_windows_put_the_answer_in_a_later_window(model_dir):
     dataset = qa_set()
-    task = SpanQA(load_tokenizer(model_dir), params(), dataset)
+    task = SpanQAFormat(load_tokenizer(model_dir), params(), dataset)
     features = task.encode(dataset)
     first_example = [f for f in features if f["example"] == 0]
     assert len(first_example) >= 3

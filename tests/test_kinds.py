@@ -1,14 +1,21 @@
-"""The per-kind facts every transfer path shares (ctxrep.transfer.kinds)."""
+"""Task kinds (ctxrep.kinds): the per-kind facts every path asks, the registry and its interface."""
+
+import dataclasses
+import re
+from pathlib import Path
 
 import pytest
 from datasets import ClassLabel, Dataset, Features, Sequence, Value
 
+from ctxrep import kinds
 from ctxrep.data.schemas import KINDS
-from ctxrep.transfer.kinds import FIELDS, answer_words, is_degenerate, n_labels, target_word
+from ctxrep.kinds import target_word
+from ctxrep.kinds.span_qa import answer_words
 
 
 def test_every_canonical_kind_has_its_text_fields():
-    assert set(FIELDS) == set(KINDS)
+    assert list(kinds.KINDS) == list(KINDS)
+    assert all(kinds.get(kind).NAME == kind and kinds.get(kind).FIELDS for kind in KINDS)
 
 
 def test_label_set_sizes_per_kind():
@@ -19,13 +26,13 @@ def test_label_set_sizes_per_kind():
                              Features({"tokens": Sequence(Value("string")),
                                        "tags": Sequence(ClassLabel(names=list("ABCD")))}))
     scores = Dataset.from_dict({"text": ["a"], "text_pair": ["b"], "label": [3.5]})
-    assert n_labels("classification", labels) == 3
-    assert n_labels("pair_classification", labels) == 3
-    assert n_labels("tagging", tags) == 4
-    assert n_labels("regression", scores) == 0
+    assert kinds.get("classification").n_labels(labels) == 3
+    assert kinds.get("pair_classification").n_labels(labels) == 3
+    assert kinds.get("tagging").n_labels(tags) == 4
+    assert kinds.get("regression").n_labels(scores) == 0
     plain = Dataset.from_dict({"text": ["a"], "label": [1]})       # not the canonical schema
     with pytest.raises(ValueError, match="expected a ClassLabel column"):
-        n_labels("classification", plain)
+        kinds.get("classification").n_labels(plain)
 
 
 def test_target_word_is_the_word_covering_the_character():
@@ -52,7 +59,7 @@ def test_answer_words_of_a_span_with_punctuation():
     ("span_qa", ["a", "a"], False),                          # answers are texts, not labels
 ])
 def test_degenerate_means_one_prediction_for_everything(kind, predictions, degenerate):
-    assert is_degenerate(kind, predictions) is degenerate
+    assert kinds.get(kind).is_degenerate(predictions) is degenerate
 
 
 def _labels(counts: dict) -> list:
@@ -98,4 +105,293 @@ def _tagger(o_share: int) -> list[list[str]]:
     ("span_qa", ["a"] * 10, [["a"]] * 10, False),
 ])
 def test_degenerate_by_share_against_the_gold(kind, predictions, references, degenerate):
-    assert is_degenerate(kind, predictions, references) is degenerate
+    assert kinds.get(kind).is_degenerate(predictions, references) is degenerate
+
+
+# ---------------------------------------------------------------------------------------------
+# The registry: every kind implements the whole interface; a new kind is one module
+
+
+def test_every_registered_kind_implements_the_whole_interface():
+    from ctxrep.config import ProbeParams
+    from ctxrep.kinds.interface import ATTRIBUTES, TaskFormat, WordTask
+
+    probe_fields = {f.name for f in dataclasses.fields(ProbeParams)}
+    for name, kind in kinds.KINDS.items():
+        missing = [a for a in ATTRIBUTES if not hasattr(kind, a)]
+        assert not missing, f"{name} lacks {missing}"
+        assert kind.NAME == name and kinds.get(name) is kind
+        assert isinstance(kind.FIELDS, tuple) and all(isinstance(f, str) for f in kind.FIELDS)
+        assert 1 <= len(kind.FIELDS) <= 2                    # feature_train batches one or two
+        for function in ("n_labels", "references", "readable", "metric_inputs", "is_degenerate",
+                         "baselines"):
+            assert callable(getattr(kind, function)), (name, function)
+        assert isinstance(kind.word_task(), WordTask)
+        assert issubclass(kind.task_format, TaskFormat)
+        # a probe is both a cap and the items, or neither
+        assert (kind.PROBE_CAP is None) == (kind.probe_items is None), name
+        assert kind.PROBE_CAP is None or (kind.PROBE_CAP in probe_fields
+                                          and callable(kind.probe_items))
+    with pytest.raises(ValueError, match="unknown task kind 'ranking'"):
+        kinds.get("ranking")
+
+
+def test_the_probed_tasks_are_kinds_with_a_probe():
+    from ctxrep.data.tasks import get as task_spec
+    from ctxrep.transfer.probe import PROBE_KINDS, PROBE_METRICS
+
+    assert set(PROBE_KINDS) == set(PROBE_METRICS)
+    for task, kind in PROBE_KINDS.items():
+        assert task_spec(task).kind == kind and kinds.get(kind).probe_items is not None
+
+
+# A kind the project does not have: one text → yes / no, with ONE logit (not a softmax over two),
+# a sigmoid cross-entropy, and predictions saved as the label names. Written as its own module
+# and registered; no other module of the project is touched.
+BINARY_KIND = '''
+"""Binary classification: one text -> yes / no, from one logit."""
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ctxrep.analysis.baselines import majority
+from ctxrep.kinds import classification
+from ctxrep.kinds.interface import TaskFormat, WordTask
+from ctxrep.kinds.shared import labels_degenerate
+from ctxrep.transfer.feature_models import mlp, pool
+
+NAME = "binary_classification"
+FIELDS = ("text",)
+PROBE_CAP = None
+probe_items = None
+
+
+def n_labels(dataset):
+    return 1
+
+
+def _names(dataset, ids):
+    return [dataset.features["label"].names[i] for i in ids]
+
+
+def references(dataset):
+    return _names(dataset, dataset["label"])
+
+
+def readable(dataset, predictions):
+    return _names(dataset, predictions)
+
+
+def metric_inputs(dataset, predictions):
+    return list(predictions), list(dataset["label"])
+
+
+def is_degenerate(predictions, references=None):
+    return labels_degenerate(list(predictions), list(references or []))
+
+
+def baselines(train_set, eval_set):
+    return {"majority": majority(list(train_set["label"]), len(eval_set))}
+
+
+class Logit(nn.Module):
+    """logit = MLP([max_t h_t; mean_t h_t]); P(yes) = sigmoid(logit)."""
+
+    def __init__(self, encoder, hidden, dropout):
+        super().__init__()
+        self.encoder, self.head = encoder, mlp(2 * encoder.out_dim, hidden, 1, dropout)
+
+    def forward(self, batch):
+        states = self.encoder(batch["layers"], batch["mask"])
+        return self.head(pool(states, batch["mask"])).squeeze(-1)
+
+
+def _bce(logits, labels):
+    return F.binary_cross_entropy_with_logits(logits.float(), labels.float())
+
+
+class BinaryTask(WordTask):
+    def make_head(self, encoder, n_labels, p):
+        return Logit(encoder, p.encoder_hidden, p.dropout)
+
+    def loss(self, output, batch):
+        return _bce(output, batch["labels"])
+
+    def predict(self, output, batch, targets):
+        return (output > 0).long().tolist()
+
+
+word_task = BinaryTask
+
+
+class LogitHead(nn.Module):
+    """logit = w . pooled + b."""
+
+    def __init__(self, hidden):
+        super().__init__()
+        self.logit = nn.Linear(hidden, 1)
+
+    def forward(self, encoded, batch):
+        return self.logit(encoded.pooled_output).squeeze(-1)
+
+
+class BinaryFormat(classification.ClassificationFormat):
+    def make_head(self, hidden, dropout):
+        return LogitHead(hidden)
+
+    def loss(self, output, batch):
+        return _bce(output, batch["label"])
+
+    def predict(self, outputs, features, dataset):
+        return [int(output > 0) for output in outputs]
+
+
+task_format = BinaryFormat
+'''
+
+
+@pytest.fixture
+def binary_kind(tmp_path, monkeypatch):
+    import importlib.util
+
+    path = tmp_path / "binary_classification.py"
+    path.write_text(BINARY_KIND)
+    spec = importlib.util.spec_from_file_location("binary_classification", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setitem(kinds.KINDS, "binary_classification", module)  # the registry entry
+    return module
+
+
+def _yes_no():
+    words = ["good", "great", "fine", "bad", "awful", "poor"]
+    texts = [f"{words[i % 6]} film {i}" for i in range(12)]
+    return Dataset.from_dict({"text": texts, "label": [int(i % 6 < 3) for i in range(12)]},
+                             Features({"text": Value("string"),
+                                       "label": ClassLabel(names=["no", "yes"])}))
+
+
+def test_a_new_kind_is_one_module_and_a_registry_entry(binary_kind, tmp_path):
+    import json
+
+    import numpy as np
+
+    from ctxrep.config.composition import defaults
+    from ctxrep.kinds.interface import ATTRIBUTES
+    from ctxrep.transfer.feature_train import build_model, run_feature_transfer
+    from ctxrep.transfer.features import FeatureStore, FieldWriter, task_words
+    from ctxrep.transfer.scoring import score
+
+    assert all(hasattr(binary_kind, a) for a in ATTRIBUTES)
+    data = _yes_no()
+    kind = kinds.get("binary_classification")
+
+    # scoring, readable output, degeneracy, baselines
+    assert kind.references(data)[:4] == ["yes", "yes", "yes", "no"]
+    assert score("binary_classification", "accuracy", data, list(data["label"])) == {"accuracy": 1.0}
+    assert score("binary_classification", "accuracy", data, [1] * 12) == {"accuracy": 0.5}
+    assert kind.is_degenerate(kind.readable(data, [1] * 12), kind.references(data))
+    assert kind.baselines(data, data) == {"majority": [0] * 12}
+
+    # the feature-based path: features that carry the label in the first word
+    root = tmp_path / "features"
+    root.mkdir()
+    rng = np.random.default_rng(0)
+    for split in ("train", "validation"):
+        writer = FieldWriter(root, split, "text")
+        for example in data:
+            layers = rng.normal(0, 0.1, (3, len(task_words(example, "text")), 8))
+            layers[0, 0, example["label"]] += 2.0   # elmo-token reads layer 0
+            writer.add(layers)
+        writer.close()
+    (root / "meta.json").write_text(json.dumps({"n_layers": 3, "dim": 8}))
+    p = defaults("transfer.elmo", encoder_hidden=16, epochs=30, batch_size=4, lr=0.01,
+                 dropout=0.0)
+    model = build_model("binary_classification", "elmo-token", 3, 8, kind.n_labels(data), p)
+    assert model.head[-1].out_features == 1                      # one logit
+    every = list(range(len(data)))
+    out = run_feature_transfer("binary_classification", "accuracy", "elmo-token",
+                               FeatureStore(root), {"train": data, "validation": data},
+                               "validation", kind.n_labels(data), p, 0, tmp_path / "ck", every,
+                               every, 0)
+    assert out.scores["accuracy"] == 1.0 and set(out.predictions) == {0, 1}
+
+
+def test_a_new_kind_fine_tunes(binary_kind, tmp_path):
+    import torch
+
+    from ctxrep.config.composition import defaults
+    from ctxrep.models.bert import BertConfig, BertForPreTraining
+    from ctxrep.models.bert_hf import save_pretrained
+    from ctxrep.text.wordpiece import save_wordpiece, train_wordpiece
+    from ctxrep.transfer.finetune import run_finetune
+
+    data = _yes_no()
+    tokenizer = train_wordpiece(list(data["text"]), vocab_size=80, lowercase=True,
+                                charset=set("".join(data["text"])))
+    save_wordpiece(tokenizer, tmp_path / "tokenizer", lowercase=True)
+    config = BertConfig(vocab_size=tokenizer.get_vocab_size(), hidden_size=16,
+                        num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+                        max_position_embeddings=32)
+    torch.manual_seed(0)
+    save_pretrained(BertForPreTraining(config), tmp_path / "bert",
+                    tokenizer_dir=tmp_path / "tokenizer")
+    p = defaults("transfer.bert-finetune", epochs=2, batch_size=4, lr=1e-3, warmup_fraction=0.1,
+                 weight_decay=0.0, max_seq_len=16, doc_stride=8, dropout=0.0)
+    every = list(range(len(data)))
+    out = run_finetune("binary_classification", "accuracy", {"train": data, "validation": data},
+                       "validation", tmp_path / "bert", True, p, 0, tmp_path / "ck", every,
+                       every, 0)
+    assert set(out.scores) == {"accuracy"} and len(out.predictions) == 12
+    assert set(out.predictions) <= {0, 1}
+    assert out.trainable_params == sum(x.numel() for x in BertForPreTraining(config).bert
+                                       .parameters()) + 16 + 1           # the one-logit head
+
+
+# ---------------------------------------------------------------------------------------------
+# No path compares kind names: each asks its kind
+
+KIND_NAMES = ("classification", "pair_classification", "regression", "tagging",
+              "word_in_context", "span_qa", "ud_pos", "wic")
+COMPARISON = re.compile(
+    r"\b(kind|task)\s*(==|!=)"                                  # kind == ..., spec.kind != ...
+    r"|(?<!for )\bkind\s+(not\s+)?in\s"                         # kind in (...), not a loop
+    r"|(==|!=)\s*[\"'](" + "|".join(KIND_NAMES) + r")[\"']")    # ... == "tagging"
+
+
+def kind_comparisons(root: Path) -> list[str]:
+    return [f"{path.relative_to(root.parent)}:{n}: {line.strip()}"
+            for path in sorted(root.rglob("*.py"))
+            for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+            if COMPARISON.search(line)]
+
+
+@pytest.mark.parametrize("line, found", [
+    ('if kind == "tagging":', True), ("cap = a if task == 'ud_pos' else b", True),
+    ("if task_spec.kind != kind:", True), ('elif kind in ("regression", "span_qa"):', True),
+    ('if x == "span_qa":', True), ("for kind in kinds.KINDS:", False),
+    ("task_kind = kinds.get(kind)", False), ("if task in saved:", False)])
+def test_the_comparison_pattern(line, found):
+    assert bool(COMPARISON.search(line)) is found
+
+
+def test_no_path_compares_kind_names():
+    src = Path(__file__).parents[1] / "src" / "ctxrep"
+    found = [hit for folder in ("transfer", "analysis", "report")
+             for hit in kind_comparisons(src / folder)]
+    assert not found, "ask the kind (ctxrep.kinds.get(kind)) instead:\n" + "\n".join(found)
+
+
+def test_the_pair_vector_is_numpy_s_formula_bit_for_bit():
+    import numpy as np
+
+    from ctxrep.kinds import pair_vector
+
+    rng = np.random.default_rng(0)
+    u, v = (rng.normal(0, 3, (5, 64)).astype(np.float16) for _ in range(2))
+    old = np.concatenate([u.astype(np.float32), v.astype(np.float32),
+                          np.abs(u.astype(np.float32) - v.astype(np.float32)),
+                          u.astype(np.float32) * v.astype(np.float32)], axis=-1)
+    new = pair_vector(u, v)
+    assert new.dtype == np.float32 and new.tobytes() == old.tobytes()

@@ -10,10 +10,10 @@ from datasets import ClassLabel, Dataset, DatasetDict, Features, List, Value
 
 from ctxrep.config import ParamError
 from ctxrep.config.composition import defaults
+from ctxrep.kinds import pair_vector, target_word
 from ctxrep.metrics import compute
 from ctxrep.transfer.features import FeatureStore, FieldWriter, examples_fingerprint
-from ctxrep.transfer.kinds import target_word
-from ctxrep.transfer.probe import pair_vector, probe_model
+from ctxrep.transfer.probe import probe_model
 
 N_LAYERS, DIM, N_TAGS = 3, 16, 4
 SIGNAL_LAYER = 1

@@ -16,7 +16,8 @@ same evaluation examples: a model that does not beat these has learned nothing w
                ±``WINDOW`` words shares most distinct words with the question
 
 Ties break toward the first label id / earliest span, so every baseline is deterministic.
-Each returns predictions in the transfer's format (see ``ctxrep.transfer.scoring``).
+Each returns predictions in the transfer's format (see ``ctxrep.kinds.interface``); which
+baselines a task gets is its kind's ``baselines`` (``ctxrep.kinds.<kind>``).
 """
 
 from __future__ import annotations
@@ -133,30 +134,3 @@ def overlap_window(question: str, context: str) -> str:
             if score > best:
                 best, best_span = score, (start, end)
     return context[spans[best_span[0]][0]:spans[best_span[1]][1]]
-
-
-def predict_all(kind: str, train_set, eval_set) -> dict[str, list]:
-    """{baseline name: predictions on ``eval_set``} for a task of ``kind``, fitted on
-    ``train_set`` (datasets in the canonical schema of ``ctxrep.data.schemas``)."""
-    if kind == "tagging":
-        return {"majority": majority_tags(train_set["tags"], eval_set["tokens"]),
-                "lookup": lookup_tags(train_set["tokens"], train_set["tags"], eval_set["tokens"])}
-    if kind == "span_qa":
-        return {"window": [overlap_window(q, c)
-                           for q, c in zip(eval_set["question"], eval_set["context"])]}
-    if kind == "regression":
-        scores = [float(x) for x in train_set["label"]]
-        pairs = lambda d: list(zip(d["text"], d["text_pair"]))  # noqa: E731
-        return {"mean": mean_score(scores, len(eval_set)),
-                "tfidf-ridge": tfidf_ridge(pairs(train_set), scores, pairs(eval_set))}
-    columns = {"classification": ("text",), "pair_classification": ("text", "text_pair"),
-               "word_in_context": ("sentence1", "sentence2")}[kind]
-
-    def texts(dataset):
-        if len(columns) == 1:
-            return list(dataset[columns[0]])
-        return list(zip(*(dataset[c] for c in columns)))
-
-    labels = list(train_set["label"])
-    return {"majority": majority(labels, len(eval_set)),
-            "tfidf-lr": tfidf_lr(texts(train_set), labels, texts(eval_set))}

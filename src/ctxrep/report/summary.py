@@ -9,7 +9,7 @@
 Numbers are in the metric's own units (accuracy and F1 in [0, 1]; SQuAD F1 in [0, 100]) and
 rounded to 4 decimals; keys are written sorted, so the file changes exactly when a number does.
 ``degenerate``: a seed of the cell predicted (nearly) one label or one score for everything
-(:func:`ctxrep.transfer.kinds.is_degenerate`); ``did_not_learn``: a seed's training loss never
+(its kind's ``is_degenerate``, :mod:`ctxrep.kinds`); ``did_not_learn``: a seed's training loss never
 fell below its first epoch's (:func:`did_not_learn`, read off the record's curves).
 """
 

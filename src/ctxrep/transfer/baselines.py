@@ -1,17 +1,17 @@
 """A task's trivial baselines as a pipeline stage sees them (``baseline@<task>``): fitted on
 exactly the training examples the transfer methods train on (the dev split held out, see
 :mod:`ctxrep.transfer.selection`) and scored on the same evaluation examples. The baselines
-themselves are in :mod:`ctxrep.analysis.baselines`."""
+themselves are in :mod:`ctxrep.analysis.baselines`; which a task gets is its kind's
+``baselines`` (:mod:`ctxrep.kinds`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ctxrep import config
-from ctxrep.analysis.baselines import predict_all
+from ctxrep import config, kinds
 from ctxrep.transfer.data import TaskUnavailable, load_task, spec
 from ctxrep.transfer.predictions import predictions_dir, write_predictions
-from ctxrep.transfer.scoring import primary_key, readable, references, score
+from ctxrep.transfer.scoring import primary_key, score
 from ctxrep.transfer.selection import train_dev_indices
 
 BASELINES = Path("metrics/baselines")
@@ -35,14 +35,15 @@ def run_baselines(task: str, common: config.TransferCommon) -> dict:
     eval_split = next(s for s in splits if s != "train")
     train_idx, _ = train_dev_indices(len(splits["train"]), common.dev_fraction)
     train_set, eval_set = splits["train"].select(train_idx), splits[eval_split]
-    gold = references(task_spec.kind, eval_set)
+    task_kind = kinds.get(task_spec.kind)
+    gold = task_kind.references(eval_set)
     record["baselines"], files = {}, {}
-    for name, predictions in predict_all(task_spec.kind, train_set, eval_set).items():
+    for name, predictions in task_kind.baselines(train_set, eval_set).items():
         scores = score(task_spec.kind, task_spec.metrics, eval_set, predictions)
         record["baselines"][name] = {k: round(v, 6) for k, v in sorted(scores.items())}
         files[f"{name}.json"] = {"task": task, "method": name, "seed": 0,
                                  "eval_split": eval_split, "references": gold,
-                                 "predictions": readable(task_spec.kind, eval_set, predictions)}
+                                 "predictions": task_kind.readable(eval_set, predictions)}
     write_predictions(predictions_dir(task, "baselines"), files)
     record["train_examples"], record["eval_examples"] = len(train_set), len(eval_set)
     return record

@@ -4,7 +4,7 @@ The record (:class:`~ctxrep.transfer.record.CellRecord`, written to
 ``metrics/transfer/<task>/<method>.json``) holds the per-seed scores and their mean
 and standard deviation, each seed's best epoch and its train-loss / dev-score curve per epoch,
 whether a seed predicted (nearly) one class for everything (``degenerate``, see
-:func:`~ctxrep.transfer.kinds.is_degenerate`), the learned scalar-mix
+its kind's ``is_degenerate``, :mod:`ctxrep.kinds`), the learned scalar-mix
 weights of the feature-based methods, the share of evaluation words that have no static word
 vector (``word_vector_oov_rate``, methods that read them), and nothing that differs from run to run (timings go to
 MLflow and the compute ledger). A task that no data location could serve gives a record with
@@ -26,7 +26,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxrep import config
+from ctxrep import config, kinds
 from ctxrep.io import sha256_tree
 from ctxrep.models.word_vectors import WordVectors
 from ctxrep.pretraining.loop import run_key
@@ -34,9 +34,8 @@ from ctxrep.transfer.data import TaskUnavailable, load_task, spec, task_dir
 from ctxrep.transfer.feature_train import run_feature_transfer
 from ctxrep.transfer.features import FeatureStore, task_words
 from ctxrep.transfer.finetune import run_finetune
-from ctxrep.transfer.kinds import FIELDS, is_degenerate, n_labels
 from ctxrep.transfer.record import CellRecord, MetricScores
-from ctxrep.transfer.scoring import primary_key, readable, references
+from ctxrep.transfer.scoring import primary_key
 from ctxrep.transfer.selection import nested_subset, train_dev_indices
 
 CHECKPOINTS = Path("data/checkpoints/transfer")
@@ -112,6 +111,7 @@ def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None,
     if train_fraction != 1.0:
         train_idx = nested_subset(train_idx, train_fraction)
     kind = task_spec.kind
+    task_kind = kinds.get(kind)
     runs = []
     point = "" if train_fraction == 1.0 else f" fraction {train_fraction}"  # learning curves
     for seed in seeds:
@@ -124,7 +124,7 @@ def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None,
               if run is not None else contextlib.nullcontext()) as seed_run:
             if method in config.FEATURE_METHODS:
                 result = run_feature_transfer(kind, task_spec.metrics, method, store, splits,
-                                              eval_split, n_labels(kind, splits["train"]), p, seed, ckpt, train_idx,
+                                              eval_split, task_kind.n_labels(splits["train"]), p, seed, ckpt, train_idx,
                                               dev_idx, common.patience, seed_run, vectors,
                                               live_dir=live_root and live_root / f"seed{seed}")
             else:
@@ -139,25 +139,25 @@ def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None,
         runs.append(result)
     shutil.rmtree(ckpt_root, ignore_errors=True)  # every seed finished: nothing to resume
 
-    gold = references(kind, splits[eval_split])
+    gold = task_kind.references(splits[eval_split])
     predictions = {
         f"seed{seed}.json": {"task": task, "method": method, "seed": seed,
                              "eval_split": eval_split, "references": gold,
-                             "predictions": readable(kind, splits[eval_split], r.predictions)}
+                             "predictions": task_kind.readable(splits[eval_split], r.predictions)}
         for seed, r in zip(seeds, runs)}
 
     oov_rate = None
     if vectors is not None:  # the evaluation words with no static vector (x_k = 0)
         oov_rate = round(vectors.oov_rate(
-            task_words(ex, f) for f in FIELDS[kind] for ex in splits[eval_split]), 6)
+            task_words(ex, f) for f in task_kind.FIELDS for ex in splits[eval_split]), 6)
     record = CellRecord(
         **header,
         scores={k: MetricScores.over_seeds([r.scores[k] for r in runs])
                 for k in sorted(runs[0].scores)},
         best_epoch=[r.best_epoch for r in runs],
         curves=[r.curve for r in runs],
-        degenerate=[is_degenerate(kind, predictions[f"seed{seed}.json"]["predictions"],
-                                  gold) for seed in seeds],   # both readable: tag names
+        degenerate=[task_kind.is_degenerate(predictions[f"seed{seed}.json"]["predictions"],
+                                            gold) for seed in seeds],   # both readable
         mix_weights=None if runs[0].mix_weights is None else {
             part: [r.mix_weights[part] for r in runs] for part in runs[0].mix_weights},
         train_examples=len(train_idx), dev_examples=len(dev_idx),

@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ctxrep import kinds
 from ctxrep.models.bert import count_parameters, flops_per_token
 from ctxrep.transfer.features import FieldWriter, examples_fingerprint, task_words
-from ctxrep.transfer.kinds import FIELDS
 
 log = logging.getLogger(__name__)
 
@@ -111,12 +111,12 @@ def extract_task(featurize, task_splits: dict, kind: str, out_dir: Path, batch_s
     """Write every split × field of one task; return its meta."""
     from tqdm.auto import tqdm
 
-    meta = {"n_layers": featurize.n_layers, "dim": featurize.dim, "fields": list(FIELDS[kind]),
+    meta = {"n_layers": featurize.n_layers, "dim": featurize.dim, "fields": list(kinds.get(kind).FIELDS),
             "splits": {}}
     for split, dataset in task_splits.items():
         meta["splits"][split] = {"examples": len(dataset),
                                  "fingerprint": examples_fingerprint(dataset, kind)}
-        for field in FIELDS[kind]:
+        for field in kinds.get(kind).FIELDS:
             writer = FieldWriter(out_dir, split, field)
             words = [task_words(ex, field) for ex in dataset.select_columns([field])]
             for start in tqdm(range(0, len(words), batch_size), desc=f"{out_dir.name}/{split}.{field}",

@@ -20,8 +20,10 @@ layers are combined:
     elmo-random   as ``elmo``, on the features of an untrained biLM (control)
     bert-random   as ``bert-feature``, on the features of an untrained BERT (control)
 
-Heads see a text field's frozen inputs as one :class:`WordFeatures` (``batch["layers"]``,
-``batch["layers2"]``) and pass it to the encoder unopened.
+The heads on the encoder are their task kinds' (``ctxrep.kinds.<kind>``, e.g.
+:class:`~ctxrep.kinds.tagging.Tagger`); they see a text field's frozen inputs as one
+:class:`WordFeatures` (``batch["layers"]``, ``batch["layers2"]``) and pass it to the encoder
+unopened.
 """
 
 from __future__ import annotations
@@ -143,95 +145,7 @@ def pool(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return torch.cat([mx, mean], dim=-1)
 
 
-def pair_features(u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """[u; v; |u − v|; u * v], the standard sentence-pair matching vector."""
-    return torch.cat([u, v, (u - v).abs(), u * v], dim=-1)
-
-
 def mlp(in_dim: int, hidden: int, out_dim: int, dropout: float) -> nn.Sequential:
+    """Linear → ReLU → Dropout → Linear: W_2 Dropout(max(0, W_1 x + b_1)) + b_2."""
     return nn.Sequential(nn.Linear(in_dim, hidden), nn.ReLU(), nn.Dropout(dropout),
                          nn.Linear(hidden, out_dim))
-
-
-class SentenceClassifier(nn.Module):
-    """Pooled encoder states → MLP → label logits."""
-
-    def __init__(self, encoder: FeatureEncoder, n_labels: int, hidden: int, dropout: float):
-        super().__init__()
-        self.encoder, self.head = encoder, mlp(2 * encoder.out_dim, hidden, n_labels, dropout)
-
-    def forward(self, batch: dict) -> torch.Tensor:
-        return self.head(pool(self.encoder(batch["layers"], batch["mask"]), batch["mask"]))
-
-
-class PairClassifier(nn.Module):
-    """Both texts through one encoder, pooled to u, v → MLP([u; v; |u−v|; u*v])."""
-
-    def __init__(self, encoder: FeatureEncoder, n_labels: int, hidden: int, dropout: float):
-        super().__init__()
-        self.encoder, self.head = encoder, mlp(8 * encoder.out_dim, hidden, n_labels, dropout)
-
-    def forward(self, batch: dict) -> torch.Tensor:
-        u = pool(self.encoder(batch["layers"], batch["mask"]), batch["mask"])
-        v = pool(self.encoder(batch["layers2"], batch["mask2"]), batch["mask2"])
-        return self.head(pair_features(u, v))
-
-
-class PairRegressor(nn.Module):
-    """Both texts through one encoder, pooled to u, v → MLP([u; v; |u−v|; u*v]) → one score
-    (trained with squared error against the gold similarity)."""
-
-    def __init__(self, encoder: FeatureEncoder, hidden: int, dropout: float):
-        super().__init__()
-        self.encoder, self.head = encoder, mlp(8 * encoder.out_dim, hidden, 1, dropout)
-
-    def forward(self, batch: dict) -> torch.Tensor:
-        u = pool(self.encoder(batch["layers"], batch["mask"]), batch["mask"])
-        v = pool(self.encoder(batch["layers2"], batch["mask2"]), batch["mask2"])
-        return self.head(pair_features(u, v)).squeeze(-1)  # (B,)
-
-
-class Tagger(nn.Module):
-    """A softmax over tags at every word."""
-
-    def __init__(self, encoder: FeatureEncoder, n_tags: int):
-        super().__init__()
-        self.encoder, self.head = encoder, nn.Linear(encoder.out_dim, n_tags)
-
-    def forward(self, batch: dict) -> torch.Tensor:
-        return self.head(self.encoder(batch["layers"], batch["mask"]))  # (B, T, n_tags)
-
-
-class WordInContextClassifier(nn.Module):
-    """The target word's encoder state in each sentence → MLP([u; v; |u−v|; u*v])."""
-
-    def __init__(self, encoder: FeatureEncoder, hidden: int, dropout: float):
-        super().__init__()
-        self.encoder, self.head = encoder, mlp(4 * encoder.out_dim, hidden, 2, dropout)
-
-    def forward(self, batch: dict) -> torch.Tensor:
-        rows = torch.arange(batch["mask"].shape[0])
-        u = self.encoder(batch["layers"], batch["mask"])[rows, batch["target"]]
-        v = self.encoder(batch["layers2"], batch["mask2"])[rows, batch["target2"]]
-        return self.head(pair_features(u, v))
-
-
-class SpanPointer(nn.Module):
-    """Start/end pointers over the context's encoder states, conditioned on the pooled question:
-    logits_i = w · [c_i; c_i * q] for start and end separately."""
-
-    def __init__(self, encoder: FeatureEncoder):
-        super().__init__()
-        d = encoder.out_dim
-        self.encoder = encoder
-        self.question = nn.Linear(2 * d, d)
-        self.start, self.end = nn.Linear(2 * d, 1), nn.Linear(2 * d, 1)
-
-    def forward(self, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
-        q = self.question(pool(self.encoder(batch["layers"], batch["mask"]), batch["mask"]))
-        c = self.encoder(batch["layers2"], batch["mask2"])
-        x = torch.cat([c, c * q[:, None]], dim=-1)
-        neg = torch.finfo(x.dtype).min
-        start = self.start(x).squeeze(-1).masked_fill(~batch["mask2"], neg)
-        end = self.end(x).squeeze(-1).masked_fill(~batch["mask2"], neg)
-        return start, end

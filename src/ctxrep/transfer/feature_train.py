@@ -3,7 +3,7 @@
 Its inputs are frozen: the layers of a model's features (:class:`FeatureStore`, per the method)
 and the static word vectors x_k (:class:`WordVectors`, looked up here per word), batched into
 one :class:`~ctxrep.transfer.feature_models.WordFeatures` per text field. What a task kind
-does with them (targets, head, loss, predictions) is its :mod:`~ctxrep.transfer.feature_tasks`.
+does with them (targets, head, loss, predictions) is its ``word_task()`` (:mod:`ctxrep.kinds`).
 
 The model trains on the training examples minus a dev split (``train_dev_indices``), is scored
 on dev after every epoch, keeps its best epoch (``BestOnDev``) and predicts the evaluation
@@ -20,13 +20,12 @@ import numpy as np
 import torch
 from torch import nn
 
+from ctxrep import kinds
 from ctxrep.models.word_vectors import WordVectors
 from ctxrep.pretraining.loop import Checkpoints, LoopConfig, train
 from ctxrep.transfer import feature_models as M
 from ctxrep.transfer.data import training_batches
 from ctxrep.transfer.features import FeatureStore, task_words
-from ctxrep.transfer.feature_tasks import make_word_task
-from ctxrep.transfer.kinds import FIELDS
 from ctxrep.transfer.record import SeedResult
 from ctxrep.transfer.scoring import primary_key, score
 from ctxrep.transfer.selection import BestOnDev, SelectsOnDev, epoch_losses
@@ -36,7 +35,7 @@ def build_model(kind: str, method: str, n_layers: int, dim: int, n_labels: int, 
                 vector_dim: int = 0) -> nn.Module:
     """The task model of ``kind``; its encoder reads ``n_layers`` × ``dim`` model features and
     ``vector_dim``-sized word vectors, as ``method`` says (0: none)."""
-    task = make_word_task(kind)
+    task = kinds.get(kind).word_task()
     encoder = M.FeatureEncoder(method, n_layers, dim, p.encoder_hidden, p.encoder_layers,
                                p.dropout, p.layer_norm, vector_dim)
     return task.make_head(encoder, n_labels, p)
@@ -44,17 +43,17 @@ def build_model(kind: str, method: str, n_layers: int, dim: int, n_labels: int, 
 
 class FeatureTaskObjective(SelectsOnDev):
     """The loop's Objective for one (task, method, seed) cell: it batches the frozen inputs of
-    each text field; its :class:`WordTask` turns examples into targets and outputs into a loss
-    and predictions. ``store`` (model features) or ``vectors`` (word vectors) is None when the
-    method does not read it."""
+    each text field; its kind's :class:`~ctxrep.kinds.interface.WordTask` turns examples into
+    targets and outputs into a loss and predictions. ``store`` (model features) or ``vectors``
+    (word vectors) is None when the method does not read it."""
 
     def __init__(self, model, kind: str, store: FeatureStore | None, splits: dict,
                  eval_split: str, metric: str | Sequence[str], p, seed: int, train_idx: list[int],
                  dev_idx: list[int], patience: int, vectors: WordVectors | None = None):
         self.model, self.kind, self.p, self.seed, self.metric = model, kind, p, seed, metric
-        self.task = make_word_task(kind)
+        self.task = kinds.get(kind).word_task()
         self.splits, self.eval_split = splits, eval_split
-        fields = FIELDS[kind]
+        self.fields = fields = kinds.get(kind).FIELDS
         self.features = {s: [store.field(s, f) if store is not None else None for f in fields]
                          for s in splits}
         self.vectors = vectors
@@ -85,7 +84,7 @@ class FeatureTaskObjective(SelectsOnDev):
 
     def _pad(self, split: str, field: int, indices: list[int]) -> tuple[M.WordFeatures,
                                                                         torch.Tensor]:
-        """The inputs of text field ``field`` (its index in FIELDS[kind]) for ``indices``,
+        """The inputs of text field ``field`` (its index in the kind's FIELDS) for ``indices``,
         zero-padded to the longest, and the mask of real words."""
         store, ids = self.features[split][field], self.word_ids[split][field]
         if store is not None:
@@ -116,7 +115,7 @@ class FeatureTaskObjective(SelectsOnDev):
     def _batch(self, split: str, indices: list[int], targets: list) -> dict:
         batch = {}
         batch["layers"], batch["mask"] = self._pad(split, 0, indices)
-        if len(FIELDS[self.kind]) > 1:
+        if len(self.fields) > 1:
             batch["layers2"], batch["mask2"] = self._pad(split, 1, indices)
         batch.update(self.task.target_fields(targets, batch["mask"]))
         return batch

@@ -22,19 +22,19 @@ from pathlib import Path
 
 import numpy as np
 
+from ctxrep import kinds
 from ctxrep.errors import InputError
-from ctxrep.transfer.kinds import FIELDS, words_with_spans
 
 def task_words(example: dict, field: str) -> list[str]:
     value = example[field]
-    return list(value) if isinstance(value, list) else words_with_spans(value)[0]
+    return list(value) if isinstance(value, list) else kinds.words_with_spans(value)[0]
 
 
 def examples_fingerprint(dataset, kind: str) -> str:
     """sha256 of the words of every field of every example, in order: which examples a feature
     file was extracted for (``meta.json``), checked by every reader against its own examples."""
     h = hashlib.sha256()
-    for field in FIELDS[kind]:
+    for field in kinds.get(kind).FIELDS:
         for example in dataset.select_columns([field]):
             h.update(json.dumps(task_words(example, field)).encode())
             h.update(b"\n")

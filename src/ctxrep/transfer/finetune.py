@@ -5,7 +5,8 @@ All weights, encoder and a small task head, are trained together with the shared
 linear warm-up then linear decay, gradient clipping, seeded batches and dropout. ``bert-scratch``
 is the same run from a freshly initialised encoder of the same shape: the no-pretraining control.
 
-    TaskFormat            per task kind: inputs, head, loss, predictions (``finetune_tasks.py``)
+    TaskFormat            per task kind: inputs, head, loss, predictions (its ``task_format``,
+                          :mod:`ctxrep.kinds`)
     FinetuneModel         encoder + head
     FinetuneObjective     the loop's Objective: plan / batch / loss / evaluate
     run_finetune          the entry point a transfer stage calls
@@ -27,13 +28,13 @@ import torch
 from tokenizers import Tokenizer
 from torch import nn
 
+from ctxrep import kinds
 from ctxrep.config import FinetuneTransferParams
-from ctxrep.data.schemas import KINDS
+from ctxrep.kinds.interface import Feature, TaskFormat
 from ctxrep.models.bert import BertConfig, BertModel, flops_per_token, init_bert_weights
 from ctxrep.models.bert_hf import config_from_hf, load_pretrained
 from ctxrep.pretraining.loop import LoopConfig, train
 from ctxrep.transfer.data import training_batches
-from ctxrep.transfer.finetune_tasks import Feature, TaskFormat, make_task_format
 from ctxrep.transfer.record import SeedResult
 from ctxrep.transfer.scoring import primary_key, score
 from ctxrep.transfer.selection import BestOnDev, SelectsOnDev, epoch_losses
@@ -206,8 +207,7 @@ def run_finetune(kind: str, metric: str | Sequence[str], splits: dict, eval_spli
     is not counted); ``train_features`` counts the sequences trained on.
     """
     started = time.perf_counter()
-    if kind not in KINDS:
-        raise ValueError(f"unknown task kind {kind!r}; expected one of {list(KINDS)}")
+    task_kind = kinds.get(kind)  # stops on an unknown kind
     for split in ("train", eval_split):
         if split not in splits:
             raise ValueError(f"splits: no {split!r} split (have {sorted(splits)})")
@@ -223,7 +223,7 @@ def run_finetune(kind: str, metric: str | Sequence[str], splits: dict, eval_spli
                          f"{config.max_position_embeddings} of {model_dir / 'config.json'}")
     tokenizer = load_tokenizer(model_dir)
 
-    task = make_task_format(kind, tokenizer, p, train_set)
+    task = task_kind.task_format(tokenizer, p, train_set)
     task.check_columns(train_set, "train")
     task.check_columns(eval_set, eval_split)
     train_features, dev_features = task.encode(train_set), task.encode(dev_set)

@@ -3,8 +3,9 @@
 ``data/learning_curves/<task>/<method>/fraction<f>/seed<N>.json`` for a learning-curve point.
 
 Each file holds one run's predictions on the evaluation split beside the references, in the
-form :func:`ctxrep.transfer.scoring.readable` gives (label ids, tag names, answer texts), so any
-metric, and the report's bootstrap CIs, are computed from them without retraining.
+form the task kind's ``readable`` gives (:mod:`ctxrep.kinds`: label ids, tag names, answer
+texts), so any metric, and the report's bootstrap CIs, are computed from them without
+retraining.
 """
 
 from __future__ import annotations

@@ -22,16 +22,16 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
 
+from ctxrep import kinds
 from ctxrep.config import ProbeParams, as_dict
-from ctxrep.transfer.features import FeatureStore, FieldFeatures
-from ctxrep.transfer.kinds import target_word
+from ctxrep.kinds.shared import ProbeData
+from ctxrep.transfer.features import FeatureStore
 
 # task -> the metric the probe reports (the task's primary metric)
 PROBE_METRICS = {"ud_pos": "token_accuracy", "wic": "accuracy"}
@@ -40,101 +40,23 @@ TRAIN_SPLIT, EVAL_SPLIT = "train", "validation"
 
 
 # --------------------------------------------------------------------------------------------
-# items: per-layer feature matrices and labels
+# items: per-layer feature matrices and labels (each probed kind's ``probe_items``)
 
 
-@dataclass
-class ProbeData:
-    """One split's probe items: ``x`` (n_layers, n_items, dim) and ``y`` (n_items,) labels;
-    ``sizes[e]`` items come from example ``e`` (a sentence's words; 1 for a pair)."""
-
-    x: np.ndarray
-    y: np.ndarray
-    sizes: list[int]
-
-    @property
-    def n_items(self) -> int:
-        return len(self.y)
-
-    @property
-    def n_examples(self) -> int:  # sentences (ud_pos) or pairs (wic) the items come from
-        return len(self.sizes)
-
-    def per_example(self, items: np.ndarray) -> list:
-        """Item values regrouped by example: a list per sentence (tagging), a value per pair."""
-        if all(size == 1 for size in self.sizes):
-            return items.tolist()
-        bounds = np.cumsum([0, *self.sizes])
-        return [items[a:b].tolist() for a, b in zip(bounds[:-1], bounds[1:])]
-
-
-def _example_order(n: int, seed: int | None) -> np.ndarray:
-    """All example indices, shuffled with ``seed`` (training) or in order (``None``: evaluation)."""
-    return np.arange(n) if seed is None else np.random.default_rng(seed).permutation(n)
-
-
-def _check_aligned(features: FieldFeatures, split, where: str) -> None:
-    if len(features) > len(split):
-        raise ValueError(f"{where}: features for {len(features)} examples but the data set split "
-                         f"has {len(split)} (features and data set are out of sync; rerun extract)")
-
-
-def tagging_items(features: FieldFeatures, split, max_items: int, seed: int | None,
-                  where: str) -> ProbeData:
-    """Words of whole sentences (shuffled when ``seed`` is set) until ``max_items`` words
-    (0 = all); each word's layers → its tag."""
-    _check_aligned(features, split, where)
-    all_tags = split["tags"]
-    xs, ys, total = [], [], 0
-    for i in (int(i) for i in _example_order(len(features), seed)):
-        if max_items and total >= max_items:
-            break
-        layers, tags = features[i], all_tags[i]
-        if layers.shape[1] != len(tags):
-            raise ValueError(f"{where}: example {i} has {layers.shape[1]} feature rows for "
-                             f"{len(tags)} tagged words")
-        xs.append(layers)
-        ys.append(np.asarray(tags, dtype=np.int64))
-        total += len(tags)
-    return ProbeData(np.concatenate(xs, axis=1), np.concatenate(ys), [len(y) for y in ys])
-
-
-def pair_vector(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """[u; v; |u - v|; u * v] along the last axis (float32)."""
-    u, v = u.astype(np.float32), v.astype(np.float32)
-    return np.concatenate([u, v, np.abs(u - v), u * v], axis=-1)
-
-
-def word_in_context_items(first: FieldFeatures, second: FieldFeatures, split, max_items: int,
-                          seed: int | None, where: str) -> ProbeData:
-    """One item per sentence pair: the target word's layers in both sentences → same sense."""
-    _check_aligned(first, split, where)
-    _check_aligned(second, split, where)
-    order = _example_order(min(len(first), len(second)), seed)
-    if max_items:
-        order = order[:max_items]
-    columns = {name: split[name] for name in ("sentence1", "start1", "sentence2", "start2",
-                                              "label")}
-    xs, ys = [], []
-    for i in (int(i) for i in order):
-        u = first[i][:, target_word(columns["sentence1"][i], columns["start1"][i]), :]
-        v = second[i][:, target_word(columns["sentence2"][i], columns["start2"][i]), :]
-        xs.append(pair_vector(u, v))
-        ys.append(columns["label"][i])
-    return ProbeData(np.stack(xs, axis=1), np.asarray(ys, dtype=np.int64), [1] * len(xs))
+def probe_kind(task: str):
+    """The kind module of a probed task: it makes the items, caps and names them."""
+    if task not in PROBE_KINDS:
+        raise ValueError(f"no probe for task {task!r}; probed tasks: {sorted(PROBE_METRICS)}")
+    return kinds.get(PROBE_KINDS[task])
 
 
 def task_items(task: str, store: FeatureStore, dataset, split: str, max_items: int,
                seed: int | None) -> ProbeData:
-    """The probe items of ``task`` for one split (see the module docstring)."""
-    where = f"{store.root} ({split})"
-    if task == "ud_pos":
-        return tagging_items(store.field(split, "tokens"), dataset[split], max_items, seed, where)
-    if task == "wic":
-        return word_in_context_items(store.field(split, "sentence1"),
-                                     store.field(split, "sentence2"), dataset[split], max_items,
-                                     seed, where)
-    raise ValueError(f"no probe for task {task!r}; probed tasks: {sorted(PROBE_METRICS)}")
+    """The probe items of ``task`` for one split, as its kind makes them from the features of
+    its text fields (see the module docstring)."""
+    kind = probe_kind(task)
+    fields = [store.field(split, field) for field in kind.FIELDS]
+    return kind.probe_items(fields, dataset[split], max_items, seed, f"{store.root} ({split})")
 
 
 # --------------------------------------------------------------------------------------------
@@ -203,32 +125,23 @@ def layer_predictions(train: ProbeData, evaluation: ProbeData, n_classes: int,
     return out
 
 
-def n_classes(task: str, dataset) -> int:
-    features = dataset[TRAIN_SPLIT].features
-    labels = features["tags"].feature if task == "ud_pos" else features["label"]
-    return labels.num_classes
-
-
 def probe_task(task: str, store: FeatureStore, dataset, params: ProbeParams) -> tuple[dict, dict]:
     """Per-layer probe scores of one task (the ``tasks.<task>`` entry of the probe JSON) and its
     per-example predictions: {metric, references, layers: [predictions of layer j]}, grouped by
     example (a list of tag names per sentence, a label per pair) so the report can bootstrap
     them."""
-    cap = params.max_train_words if task == "ud_pos" else params.max_train_pairs
+    kind = probe_kind(task)
+    cap = getattr(params, kind.PROBE_CAP)  # words (tagging) or pairs (word in context)
     train = task_items(task, store, dataset, TRAIN_SPLIT, cap, params.seed)
     # The split extract wrote beside train (transfer.common.eval_split): validation by default.
     eval_split = EVAL_SPLIT if EVAL_SPLIT in dataset else next(s for s in dataset if s != TRAIN_SPLIT)
     evaluation = task_items(task, store, dataset, eval_split, params.max_eval_examples, None)
-    classes = n_classes(task, dataset)
+    classes = kind.n_labels(dataset[TRAIN_SPLIT])
     n_layers, _, dim = train.x.shape
     predicted = layer_predictions(train, evaluation, classes, params)
 
     def readable(items: np.ndarray) -> list:  # as the transfer saves them: tag names, label ids
-        grouped = evaluation.per_example(items)
-        if task != "ud_pos":
-            return grouped
-        names = dataset[TRAIN_SPLIT].features["tags"].feature.names
-        return [[names[t] for t in sentence] for sentence in grouped]
+        return kind.readable(dataset[TRAIN_SPLIT], evaluation.per_example(items))
 
     predictions = {"metric": PROBE_METRICS[task], "references": readable(evaluation.y),
                    "layers": [readable(p) for p in predicted]}

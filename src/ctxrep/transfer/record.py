@@ -105,7 +105,7 @@ class CellRecord:
     scores: dict[str, MetricScores] = field(default_factory=dict)   # metric key → over seeds
     best_epoch: list[int] = field(default_factory=list)
     curves: list[dict] = field(default_factory=list)     # {"train_loss", "dev"}: per epoch
-    degenerate: list[bool] = field(default_factory=list)  # one label for ≥ 95 %: kinds.is_degenerate
+    degenerate: list[bool] = field(default_factory=list)  # one label for ≥ 95 %: its kind's is_degenerate
     # feature-based methods: position → the mix weights of each seed (SeedResult.mix_weights)
     mix_weights: dict[str, list[list[float] | None]] | None = None
     train_examples: int | None = None
