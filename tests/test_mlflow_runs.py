@@ -1,5 +1,5 @@
 """MLflow as the place to compare pipeline runs: parent runs, nested stage and seed runs, params,
-the artifact root and a real `mlflow server` (the model registry: tests/test_registry.py).
+the artifact root and a real `mlflow server` (the model registry: tests/test_model_registry.py).
 
 One store serves the in-process tests of this module (creating a SQLite store costs seconds);
 it is first created the way a queued `dvc exp run` creates it: from a stage running in a copy

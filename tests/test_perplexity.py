@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from ctxrep.cli import main
-from test_registry import tiny_bert  # the same tiny real BERT, saved as the stages save it
+from test_model_registry import tiny_bert  # the same tiny real BERT, saved as the stages save it
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
