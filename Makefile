@@ -48,7 +48,7 @@ export TOKENIZERS_PARALLELISM ?= false
 # keep it inside the project, where `git clean -X` finds it.
 export DVC_SITE_CACHE_DIR ?= $(abspath .dvc/tmp/site-cache)
 
-.PHONY: repro test test-fast bench venv published clean-venv mlflow-ui exp-show plots-template
+.PHONY: repro test test-fast lint bench venv published clean-venv mlflow-ui exp-show plots-template
 
 venv: $(STAMP)
 
@@ -98,6 +98,11 @@ test: $(STAMP) $(PUBLISHED)/model.safetensors
 # The edit-test loop: every test that runs no pipeline (pipeline and stage runs are marked slow).
 test-fast: $(STAMP) $(PUBLISHED)/model.safetensors
 	PYTEST_ADDOPTS="$${PYTEST_ADDOPTS:-} $${PYTEST_ARGS:-}" $(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m "not slow"
+
+# pyflakes and pycodestyle (ruff, configured in pyproject.toml); tests/test_lint.py runs the same
+# check inside `make test`.
+lint: $(STAMP)
+	$(BIN)/ruff check src tests bench stages
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_tokenize.py

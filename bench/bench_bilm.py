@@ -160,7 +160,8 @@ def main() -> None:
         ("model", f"P={config.projection_dim} C={config.cell_dim} L={config.n_layers} "
                   f"filters={config.n_filters} V={config.vocab_size} {config.softmax} softmax"
                   + (f" clip={args.cell_clip}" if args.cell_clip else "")),
-        ("parameters", f"{result['parameters'] / 1e6:.2f}M ({result['parameters_without_softmax'] / 1e6:.2f}M without softmax)"),
+        ("parameters", f"{result['parameters'] / 1e6:.2f}M "
+                       f"({result['parameters_without_softmax'] / 1e6:.2f}M without softmax)"),
         ("batch", f"{args.batch_size} x {args.seq_len} tokens ({distinct} distinct words), {result['dtype']}, "
                   f"{device}, {result['threads']} threads"),
         ("train FLOPs / token", f"{result['train_flops_per_token'] / 1e6:.1f} MFLOP (char-CNN path "

@@ -1,6 +1,7 @@
 """Stage extract@<features>: frozen per-word layer features of every grid task →
-data/features/<features>/<task>/ (a task no location served: only ``UNAVAILABLE.json`` there). ``bilm`` and ``bert`` are the pretrained models; ``bilm-random`` and
-``bert-random`` the same architectures untrained (the random-init controls)."""
+data/features/<features>/<task>/ (a task no location served: only ``UNAVAILABLE.json`` there).
+``bilm`` and ``bert`` are the pretrained models; ``bilm-random`` and ``bert-random`` the same
+architectures untrained (the random-init controls)."""
 
 import json
 import sys

@@ -212,7 +212,8 @@ def test_whole_word_masking_never_splits_a_word():
         is_continuation = (torch.rand(input_ids.shape, generator=g) < 0.4) & ~special_mask
         is_continuation[:, 1] = False  # the first real token starts a word
         is_continuation &= ~torch.roll(special_mask, 1, dims=1)  # so does every token after [SEP]
-        masked, labels = mask(input_ids, special_mask, seed=500 + draw, whole_word=True, is_continuation=is_continuation)
+        masked, labels = mask(input_ids, special_mask, seed=500 + draw, whole_word=True,
+                              is_continuation=is_continuation)
         chosen = labels != IGNORE_INDEX
         assert not (chosen & special_mask).any()
         word_ids = word_ids_of(is_continuation, special_mask)
@@ -266,7 +267,8 @@ def test_collator_from_vocab_masks_whole_wordpiece_words():
     rng = random.Random(0)
 
     def sentence():  # words of one start piece and 0-3 continuation pieces
-        return [t for _ in range(rng.randint(3, 8)) for t in [rng.choice(starts)] + rng.choices(continuation, k=rng.randint(0, 3))]
+        return [t for _ in range(rng.randint(3, 8))
+                for t in [rng.choice(starts)] + rng.choices(continuation, k=rng.randint(0, 3))]
 
     documents = [[sentence() for _ in range(10)] for _ in range(6)]
     instances = create_nsp_instances(documents, 64, 0.0, random.Random(1), SPECIAL)
@@ -292,7 +294,8 @@ def test_bucket_by_length_groups_similar_lengths_and_shuffles():
     shuffled = list(range(1000))
     random.Random(2).shuffle(shuffled)
     random_spread = sum(
-        max(lengths[i] for i in shuffled[k : k + 16]) - min(lengths[i] for i in shuffled[k : k + 16]) for k in range(0, 1000, 16)
+        max(lengths[i] for i in shuffled[k : k + 16]) - min(lengths[i] for i in shuffled[k : k + 16])
+        for k in range(0, 1000, 16)
     )
     assert spread < 0.25 * random_spread
     assert batches == bucket_by_length(lengths, 16, random.Random(1), pool_batches=10)

@@ -122,10 +122,12 @@ def test_word_in_context_overfits(tmp_path):
     rows = {"word": [], "sentence1": [], "start1": [], "end1": [], "sentence2": [], "start2": [],
             "end2": [], "label": []}
     for i in range(12):
-        rows["word"].append("bank"); rows["label"].append(i % 2)
+        rows["word"].append("bank")
+        rows["label"].append(i % 2)
         for k in ("1", "2"):
             rows[f"sentence{k}"].append("we sat by the bank today")
-            rows[f"start{k}"].append(14); rows[f"end{k}"].append(18)
+            rows[f"start{k}"].append(14)
+            rows[f"end{k}"].append(18)
     ds = datasets.Dataset.from_dict(rows, features=schemas.word_in_context())
     # only the target word (index 4) carries the label, and only in sentence2
     out = fit(tmp_path, "word_in_context", "accuracy", ds,
@@ -141,7 +143,9 @@ def test_span_pointer_overfits(tmp_path):
         context = " ".join(words)
         char = context.index(words[start])
         answer = " ".join(words[start:start + 2])
-        rows["id"].append(str(i)); rows["title"].append("t"); rows["context"].append(context)
+        rows["id"].append(str(i))
+        rows["title"].append("t")
+        rows["context"].append(context)
         rows["question"].append("which ?")
         rows["answers"].append({"text": [answer], "answer_start": [char]})
     ds = datasets.Dataset.from_dict(rows, features=schemas.span_qa())

@@ -317,8 +317,11 @@ def split_articles(articles: list[list[dict]], train_fraction: float, seed: int)
     order = list(range(len(articles)))
     random.Random(seed).shuffle(order)
     n_train = max(1, min(len(order) - 1, round(train_fraction * len(order))))
-    pick = lambda idx: [row for i in sorted(idx) for row in articles[i]]
-    return pick(order[:n_train]), pick(order[n_train:])
+
+    def rows_of(picked: list[int]) -> list[dict]:
+        return [row for i in sorted(picked) for row in articles[i]]
+
+    return rows_of(order[:n_train]), rows_of(order[n_train:])
 
 
 def words(text: str, tokenize: bool) -> str:

@@ -330,7 +330,8 @@ def sample_log_uniform_unique(n: int, vocab_size: int, device: torch.device) -> 
     return distinct[order], first_seen[order[-1]] + 1
 
 
-def sampled_softmax_nll(hidden: torch.Tensor, targets: torch.Tensor, output: nn.Linear, n_negatives: int) -> torch.Tensor:
+def sampled_softmax_nll(hidden: torch.Tensor, targets: torch.Tensor, output: nn.Linear,
+                        n_negatives: int) -> torch.Tensor:
     """Sampled-softmax NLL per row (Jean et al. 2015), as TF's ``sampled_softmax_loss``.
 
     One set S of ``n_negatives`` distinct candidates is shared by all rows. Each logit is
@@ -438,7 +439,8 @@ class BiLM(nn.Module):
         """The training objective, with the softmax named by ``config.softmax``."""
         softmax = self._require_softmax()
         out = self(char_ids, mask)
-        forward_hidden, forward_targets, backward_hidden, backward_targets = self._prediction_pairs(out, target_ids, mask)
+        pairs = self._prediction_pairs(out, target_ids, mask)
+        forward_hidden, forward_targets, backward_hidden, backward_targets = pairs
         hidden = self.dropout(torch.cat([forward_hidden, backward_hidden]))
         targets = torch.cat([forward_targets, backward_targets])
         if self.config.softmax == "sampled":
@@ -454,7 +456,8 @@ class BiLM(nn.Module):
         """Evaluation: the full-softmax NLL whatever ``config.softmax`` is (perplexity = exp(nll / tokens))."""
         softmax = self._require_softmax()
         out = self(char_ids, mask)
-        forward_hidden, forward_targets, backward_hidden, backward_targets = self._prediction_pairs(out, target_ids, mask)
+        pairs = self._prediction_pairs(out, target_ids, mask)
+        forward_hidden, forward_targets, backward_hidden, backward_targets = pairs
         rows = max(1, 2**26 // self.config.vocab_size)  # bound the (rows, V) logits to ~256 MB
 
         def nll_sum(hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:

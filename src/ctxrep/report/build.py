@@ -514,7 +514,8 @@ def build_report(inputs: ReportInputs, profile: str | None = None) -> Report:
     curves = lc.gather(inputs, evidence)
     evidence.judgements += lc.judgements(curves, inputs.curve.get("methods", []))
     sections = [header, ev.claims_section(evidence, inputs, figures),
-                ev.baselines_section(inputs, evidence), data_section(inputs), scale_section(inputs), weights_section(inputs),
+                ev.baselines_section(inputs, evidence), data_section(inputs), scale_section(inputs),
+                weights_section(inputs),
                 ledger_section(inputs),
                 results_section(inputs), findings_section(inputs), curves_section(inputs, figures),
                 lc.section(inputs, curves, figures), probe_section(inputs, figures),

@@ -14,12 +14,12 @@ import numpy as np
 
 from ctxrep.analysis.bootstrap import STATISTIC, Interval, bootstrap_mean, example_stats
 from ctxrep.analysis.claims import LAYER_CLAIMS, Judgement, judge_all, layer_runs, unjudged
-
-LEARNING_CURVE_SOURCE = "ELMo §5.4, Fig. 1 (seed 004)"  # the sample-efficiency claim's source
 from ctxrep.report import plots
 from ctxrep.report.inputs import ReportInputs
 from ctxrep.report.summary import pretrain_headlines, seeds_did_not_learn
 from ctxrep.report.tables import MISSING, markdown_table, percent_scale
+
+LEARNING_CURVE_SOURCE = "ELMo §5.4, Fig. 1 (seed 004)"  # the sample-efficiency claim's source
 
 # the order of the "every method beside its baselines" table
 BASELINE_ORDER = ("majority", "mean", "lookup", "tfidf-lr", "tfidf-ridge", "window")
