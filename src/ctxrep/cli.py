@@ -83,12 +83,12 @@ def main(argv: list[str] | None = None) -> None:
             out, _ = _or_exit(a.command, import_bert, a.source, a.out_dir)
             print(f"ctxrep import-bert: wrote {out} (with the checkpoint's own tokenizer)")
         elif a.command == "export-elmo":
-            from ctxrep.models.elmo_import import export_elmo
+            from ctxrep.models.elmo import export_elmo
 
             out = _or_exit(a.command, export_elmo, a.model_dir, a.out_dir)
             print(f"ctxrep export-elmo: wrote {out}/options.json and weights.hdf5 (no softmax)")
         else:
-            from ctxrep.models.elmo_import import import_elmo
+            from ctxrep.models.elmo import import_elmo
 
             out = _or_exit(a.command, import_elmo, a.options, a.weights, a.out_dir)
             print(f"ctxrep import-elmo: wrote {out} (features only: no softmax, no vocabulary)")
