@@ -25,9 +25,10 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 
 from ctxrep.io import write_json  # noqa: E402
-from ctxrep.models.bert import BertConfig, BertForPreTraining, flops_per_token, param_groups  # noqa: E402
+from ctxrep.models.bert import BertConfig, BertForPreTraining, flops_per_token  # noqa: E402
 from ctxrep.models.bert_hf import hf_config_dict, to_hf_state_dict  # noqa: E402
 from ctxrep.pretraining.bert_data import SpecialTokens, mask_tokens  # noqa: E402
+from ctxrep.training.optim import decay_groups  # noqa: E402
 from mfu import peak_matmul_flops, synchronize  # bench/mfu.py (run as a script)
 
 SPECIAL = SpecialTokens(pad=0, unk=100, cls=101, sep=102, mask=103)  # bert-base-uncased's layout
@@ -101,8 +102,8 @@ def build_models(args, device: torch.device):
 
 
 def make_optimizer(model: torch.nn.Module, device: torch.device) -> torch.optim.Optimizer:
-    # Identical for both: BERT's decay groups, fused AdamW kernel (CPU and CUDA).
-    return torch.optim.AdamW(param_groups(model, 0.01), lr=1e-4, betas=(0.9, 0.999), eps=1e-6, fused=True)
+    # Identical for both: the training rule's decay groups, fused AdamW kernel (CPU and CUDA).
+    return torch.optim.AdamW(decay_groups(model, 0.01), lr=1e-4, betas=(0.9, 0.999), eps=1e-6, fused=True)
 
 
 def step_fn(model, optimizer, batch, autocast):

@@ -21,8 +21,8 @@ import torch
 
 from ctxrep.data.tokenized import TokenizedCorpus
 from ctxrep.models.bilm import BiLM, BiLMConfig
-from ctxrep.pretraining import loop
 from ctxrep.pretraining.bilm_objective import BiLMObjective, WordTypes, load_sentences
+from ctxrep.training import loop
 
 
 def main() -> None:
@@ -54,8 +54,10 @@ def main() -> None:
     heldout = load_sentences(corpus, "validation", types, max_sentences=args.eval_sentences)
     chars, targets = types.tables()
     objective = BiLMObjective(model, train, heldout, chars, targets, args.batch_size, 0, torch.device("cpu"))
-    cfg = loop.LoopConfig(steps=args.steps, lr=args.lr, weight_decay=0.0, warmup_fraction=args.warmup_fraction,
-                          grad_clip=10.0, eval_every=args.eval_every, log_every=10**9)
+    cfg = loop.LoopConfig(steps=args.steps, lr=args.lr, optimizer="adamw", weight_decay=0.0,
+                          warmup_fraction=args.warmup_fraction, schedule="linear", grad_clip=10.0,
+                          grad_accum=1, eval_every=args.eval_every, checkpoint_every=0,
+                          log_every=10**9, seed=0, compile=False)
     with tempfile.TemporaryDirectory() as checkpoints:
         result = loop.train(objective, cfg, Path(checkpoints), desc=args.name)
     line = {"name": args.name, "args": {k: v for k, v in vars(args).items() if k != "out"},

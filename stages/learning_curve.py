@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from ctxrep import config
-from ctxrep.curves import fresh_folder
+from ctxrep.training.curves import fresh_folder
 from ctxrep.io import write_json
 from ctxrep.stage import stage
 from ctxrep.transfer.cell import CellCost, run_cell

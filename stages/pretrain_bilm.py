@@ -12,15 +12,18 @@ from ctxrep.io import atomic_dir
 from ctxrep.models.bilm import BiLM, BiLMConfig, flops_per_token
 from ctxrep.models.elmo import Elmo
 from ctxrep.models.elmo_import import load_bilm_tf
-from ctxrep.pretraining import loop
 from ctxrep.pretraining.bilm_objective import (BiLMObjective, WordTypes, load_sentences,
                                                unigram_perplexity)
+from ctxrep.pretraining.publish import publish
 from ctxrep.published import elmo_files, publish_import, record_trained
 from ctxrep.model_registry import register_bilm
 from ctxrep.stage import stage
+from ctxrep.training.checkpoints import run_key
+from ctxrep.training.distributed import default_device, init_distributed
+from ctxrep.training.loop import LoopConfig, train as train_loop
 
 OUT, CKPT = Path("data/models/bilm"), Path("data/checkpoints/pretrain_bilm")
-LIVE = Path("dvclive/pretrain_bilm")  # the curves, written as it trains (ctxrep.curves)
+LIVE = Path("dvclive/pretrain_bilm")  # the curves, written as it trains (ctxrep.training.curves)
 
 
 def train(ctx, p) -> None:
@@ -29,8 +32,8 @@ def train(ctx, p) -> None:
     with config.as_param_error("pretrain_bilm"):  # before any work
         model_config = BiLMConfig.from_params(p, vocab_size=len(vocab))
 
-    dist = loop.init_distributed()
-    device = loop.default_device(dist)
+    dist = init_distributed()
+    device = default_device(dist)
     torch.manual_seed(p.seed)
     model = BiLM(model_config).to(device)
     types = WordTypes(vocab)
@@ -40,8 +43,8 @@ def train(ctx, p) -> None:
     objective = BiLMObjective(model, train, heldout, chars, targets, p.batch_size, p.seed, device)
 
     # Checkpoints are keyed by the params and the data, so a changed run never resumes an old one.
-    key = loop.run_key(config.as_dict(p), corpus.meta)
-    result = loop.train(objective, loop.LoopConfig.from_params(p), CKPT / key, ctx.run, dist,
+    key = run_key(config.as_dict(p), corpus.meta)
+    result = train_loop(objective, LoopConfig.from_params(p), CKPT / key, ctx.run, dist,
                         desc="pretrain_bilm", live_dir=LIVE)
 
     if dist.main:
@@ -51,7 +54,7 @@ def train(ctx, p) -> None:
             shutil.copy2(Path(p.path) / "bilm_vocab.tsv", tmp / "bilm_vocab.tsv")
         unigram = unigram_perplexity(train, heldout, targets, len(vocab))
         ev = result.final_eval
-        loop.publish(ctx, "pretrain_bilm", result, {
+        publish(ctx, "pretrain_bilm", result, {
             "val_ppl_forward": round(ev["val_ppl_forward"], 3),
             "val_ppl_backward": round(ev["val_ppl_backward"], 3),
             "val_ppl": round(ev["val_ppl"], 3), "unigram_ppl": round(unigram, 3),

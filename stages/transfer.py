@@ -3,14 +3,14 @@
 Writes metrics/transfer/<task>/<method>.json (mean ± std over seeds of each metric, and the
 learned scalar-mix weights of feature-based methods; see ctxrep.transfer.cell), each seed's
 predictions, and each seed's curves as it trains (DVCLive: dvclive/transfer/<task>/<method>/
-seed<N>/; see ctxrep.curves).
+seed<N>/; see ctxrep.training.curves).
 """
 
 import sys
 from pathlib import Path
 
 from ctxrep import config
-from ctxrep.curves import fresh_folder
+from ctxrep.training.curves import fresh_folder
 from ctxrep.io import write_json
 from ctxrep.stage import stage
 from ctxrep.transfer.cell import run_cell

@@ -15,9 +15,9 @@ from ctxrep.models.bert import (
     BertForPreTraining,
     BertModel,
     flops_per_token,
-    param_groups,
 )
 from ctxrep.models.bert_hf import load_pretrained, save_pretrained
+from ctxrep.training.optim import decay_groups
 
 transformers = pytest.importorskip("transformers")
 
@@ -104,9 +104,10 @@ def test_config_validation_names_the_key(overrides, key):
 
 def test_named_sizes_follow_turc_et_al():
     mini = BertConfig.named("mini", vocab_size=1000)
-    assert (mini.num_hidden_layers, mini.hidden_size, mini.num_attention_heads, mini.intermediate_size) == (4, 256, 4, 1024)
+    sizes = ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size")
+    assert tuple(getattr(mini, k) for k in sizes) == (4, 256, 4, 1024)
     base = BertConfig.named("base", vocab_size=1000)
-    assert (base.num_hidden_layers, base.hidden_size, base.num_attention_heads, base.intermediate_size) == (12, 768, 12, 3072)
+    assert tuple(getattr(base, k) for k in sizes) == (12, 768, 12, 3072)
     assert BertConfig.named("tiny", vocab_size=10, hidden_dropout_prob=0.0).hidden_dropout_prob == 0.0
     with pytest.raises(ValueError, match="name"):
         BertConfig.named("huge", vocab_size=1000)
@@ -231,7 +232,7 @@ def test_training_step_reduces_loss_and_bf16_autocast_runs():
     input_ids, token_type_ids, attention_mask = padded_batch()
     labels = masked_labels(input_ids, attention_mask, rate=0.5)
     nsp_labels = torch.tensor([0, 1, 0])
-    optimizer = torch.optim.AdamW(param_groups(model, 0.01), lr=3e-3)
+    optimizer = torch.optim.AdamW(decay_groups(model, 0.01), lr=3e-3)
     losses = []
     for _ in range(30):
         loss = model(input_ids, token_type_ids, attention_mask, labels, nsp_labels).loss
@@ -245,9 +246,9 @@ def test_training_step_reduces_loss_and_bf16_autocast_runs():
     assert out.loss.dtype == torch.float32 and torch.isfinite(out.loss)
 
 
-def test_param_groups_exempt_biases_and_layernorm():
+def test_decay_groups_exempt_biases_and_layernorm():
     model = tiny_model()
-    decay, no_decay = param_groups(model, 0.01)
+    decay, no_decay = decay_groups(model, 0.01)
     assert decay["weight_decay"] == 0.01 and no_decay["weight_decay"] == 0.0
     ids = lambda group: {id(p) for p in group["params"]}  # noqa: E731
     assert ids(decay) | ids(no_decay) == {id(p) for p in model.parameters()}

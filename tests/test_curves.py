@@ -1,10 +1,10 @@
-"""Training curves through DVCLive and MLflow (ctxrep.curves): the folder DVC plots, the points
-MLflow gets, and a resumed run's folder byte-identical to an uninterrupted one's."""
+"""Training curves through DVCLive and MLflow (ctxrep.training.curves): the folder DVC plots,
+the points MLflow gets, and a resumed run's folder byte-identical to an uninterrupted one's."""
 
 import pytest
 
-from ctxrep.curves import Curves, is_point, train_point
-from ctxrep.pretraining import loop
+from ctxrep.training.curves import Curves, is_point, train_point
+from ctxrep.training import loop
 from ctxrep.report.inputs import read_curve, read_eval_curve
 from test_loop import ToyObjective, cfg
 

@@ -8,7 +8,8 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from ctxrep.pretraining import loop
+from ctxrep.training import loop
+from ctxrep.training.distributed import init_distributed
 from tests.test_loop import ToyObjective, cfg, weights
 
 
@@ -22,7 +23,7 @@ def _worker(rank, world, port, ckpt, out):
     os.environ.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
                        "WORLD_SIZE": str(world), "RANK": str(rank), "LOCAL_RANK": str(rank)})
     torch.set_num_threads(1)
-    d = loop.init_distributed()
+    d = init_distributed()
     obj = ToyObjective(batch_size=8)
     obj.model[1].p = 0.0  # dropout masks depend on the micro-batch shape, not on the math
     loop.train(obj, cfg(steps=6, checkpoint_every=0), ckpt, dist_info=d)

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ctxrep.curves import is_point
+from ctxrep.training.curves import is_point
 from tests.conftest import REPO, copy_run, tree_hash
 from tests.pipeline_deps import code_dep_problems, covered
 

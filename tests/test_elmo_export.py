@@ -11,8 +11,8 @@ import torch
 from ctxrep.cli import main
 from ctxrep.errors import InputError
 from ctxrep.models.bilm import BiLM, BiLMConfig
-from ctxrep.models.elmo import Elmo
-from ctxrep.models.elmo_import import export_elmo, load_bilm_tf
+from ctxrep.models.elmo import Elmo, export_elmo
+from ctxrep.models.elmo_import import load_bilm_tf
 
 FIXTURE = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "elmo-allennlp"
 SENTENCES = [["the", "river", "bank"], ["Ünïcode", "words", "and", "a", "very" * 15], ["one"]]

@@ -261,7 +261,8 @@ def test_bad_weights_files_name_the_dataset(tmp_path):
     shutil.copy(WEIGHTS, partial)
     with h5py.File(partial, "r+") as f:
         del f["RNN_1/RNN/MultiRNNCell/Cell1/LSTMCell/W_P_0"]
-    with pytest.raises(InputError, match="partial.hdf5: dataset 'RNN_1/RNN/MultiRNNCell/Cell1/LSTMCell/W_P_0' is missing"):
+    missing = "partial.hdf5: dataset 'RNN_1/RNN/MultiRNNCell/Cell1/LSTMCell/W_P_0' is missing"
+    with pytest.raises(InputError, match=missing):
         load_bilm_tf(OPTIONS, partial)
     # options promising a wider projection than the weights hold
     wider = write_options(tmp_path, lambda o: o["lstm"].update(projection_dim=32))

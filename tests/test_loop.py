@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from ctxrep.pretraining import loop
+from ctxrep.training import checkpoints, loop, optim
 
 
 class ToyObjective:
@@ -38,7 +38,11 @@ class ToyObjective:
 
 
 def cfg(**kw):
-    return loop.LoopConfig(**{"steps": 25, "lr": 0.01, "checkpoint_every": 5, "seed": 3, **kw})
+    """A toy run's loop, every key spelled out (LoopConfig has no defaults)."""
+    return loop.LoopConfig(**{"steps": 25, "lr": 0.01, "optimizer": "adamw", "weight_decay": 0.01,
+                              "warmup_fraction": 0.02, "schedule": "linear", "grad_clip": 1.0,
+                              "grad_accum": 1, "eval_every": 0, "checkpoint_every": 5,
+                              "log_every": 10, "seed": 3, "compile": False, **kw})
 
 
 def weights(model):
@@ -52,7 +56,7 @@ def test_interrupted_run_resumes_to_identical_weights(tmp_path):
     crashed = ToyObjective(crash_at=17)
     with pytest.raises(KeyboardInterrupt):
         loop.train(crashed, cfg(), tmp_path / "b")
-    assert loop.Checkpoints(tmp_path / "b").latest().name == "step-00000015"
+    assert checkpoints.Checkpoints(tmp_path / "b").latest().name == "step-00000015"
     resumed_obj = ToyObjective()  # a fresh process: new model, same params
     resumed = loop.train(resumed_obj, cfg(), tmp_path / "b")
     assert resumed.resumed_from == 15
@@ -137,14 +141,14 @@ def test_non_finite_loss_stops_and_keeps_last_checkpoint(tmp_path):
     obj = ToyObjective(nan_at=12)
     with pytest.raises(loop.NonFiniteLoss, match=r"at step 12 .*example indices"):
         loop.train(obj, cfg(), tmp_path / "c")
-    latest = loop.Checkpoints(tmp_path / "c").latest()
+    latest = checkpoints.Checkpoints(tmp_path / "c").latest()
     assert latest.name == "step-00000010"
-    state = loop.Checkpoints(tmp_path / "c").load(latest)
+    state = checkpoints.Checkpoints(tmp_path / "c").load(latest)
     assert all(torch.isfinite(t).all() for t in state["model"].values())
 
 
 def test_half_written_checkpoint_is_ignored(tmp_path):
-    ckpts = loop.Checkpoints(tmp_path)
+    ckpts = checkpoints.Checkpoints(tmp_path)
     ckpts.save(5, {"step": 5})
     (tmp_path / ".tmp-step-00000010-999").mkdir()  # a kill during the next write
     (tmp_path / ".tmp-step-00000010-999" / "state.pt").write_bytes(b"\x00" * 10)
@@ -152,8 +156,7 @@ def test_half_written_checkpoint_is_ignored(tmp_path):
 
 
 def test_linear_warmup_then_decay():
-    c = loop.LoopConfig(steps=100, lr=1.0, warmup_fraction=0.1)
-    factors = [loop.lr_factor(s, c) for s in range(100)]
+    factors = [optim.lr_factor(s, 100, 0.1, "linear") for s in range(100)]
     assert factors[0] == pytest.approx(0.1) and factors[9] == pytest.approx(1.0)
     assert factors[10] > factors[50] > factors[99] > 0
     assert all(a <= b for a, b in zip(factors[:10], factors[1:10]))
@@ -161,7 +164,7 @@ def test_linear_warmup_then_decay():
 
 def test_weight_decay_skips_biases_and_norms():
     model = nn.Sequential(nn.Linear(3, 3), nn.LayerNorm(3))
-    opt = loop.make_optimizer(model, loop.LoopConfig(steps=1, lr=1.0, weight_decay=0.1))
+    opt = optim.make_optimizer(model, "adamw", 1.0, 0.1)
     decayed = {id(p) for g in opt.param_groups if g["weight_decay"] > 0 for p in g["params"]}
     assert decayed == {id(model[0].weight)}
 
@@ -182,10 +185,10 @@ def test_a_log_file_gets_one_line_per_evaluation_and_no_redraws(tmp_path, caplog
 
 def test_checkpoint_keys_change_with_the_code(monkeypatch):
     """A resume after a code change would mix two programs in one run: the key moves."""
-    key = loop.run_key({"lr": 0.1}, {"data": "x"})
-    assert loop.run_key({"lr": 0.1}, {"data": "x"}) == key
-    monkeypatch.setattr(loop, "code_fingerprint", lambda: "other code")
-    assert loop.run_key({"lr": 0.1}, {"data": "x"}) != key
+    key = checkpoints.run_key({"lr": 0.1}, {"data": "x"})
+    assert checkpoints.run_key({"lr": 0.1}, {"data": "x"}) == key
+    monkeypatch.setattr(checkpoints, "code_fingerprint", lambda: "other code")
+    assert checkpoints.run_key({"lr": 0.1}, {"data": "x"}) != key
 
 
 def test_library_progress_bars_never_reach_a_stage_log(tmp_path):

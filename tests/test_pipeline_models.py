@@ -8,7 +8,7 @@ import shutil
 import pytest
 import yaml
 
-from ctxrep.curves import is_point
+from ctxrep.training.curves import is_point
 from ctxrep.report.inputs import read_curve, read_eval_curve
 from tests.conftest import copy_run, kill_stage_when, run_stage, tree_hash
 

@@ -92,7 +92,7 @@ def add_import_elmo(p: argparse.ArgumentParser) -> None:
 
 
 def run_import_elmo(a: argparse.Namespace) -> None:
-    from ctxrep.models.elmo_import import import_elmo
+    from ctxrep.models.elmo import import_elmo
 
     out = import_elmo(a.options, a.weights, a.out_dir)
     print(f"ctxrep import-elmo: wrote {out} (features only: no softmax, no vocabulary)")
@@ -104,7 +104,7 @@ def add_export_elmo(p: argparse.ArgumentParser) -> None:
 
 
 def run_export_elmo(a: argparse.Namespace) -> None:
-    from ctxrep.models.elmo_import import export_elmo
+    from ctxrep.models.elmo import export_elmo
 
     out = export_elmo(a.model_dir, a.out_dir)
     print(f"ctxrep export-elmo: wrote {out}/options.json and weights.hdf5 (no softmax)")

@@ -283,7 +283,7 @@ def publish_import(ctx, stage: str, model: str, folder: str | Path, files: list[
     record = provenance(model, folder, files)
     ctx.write_metrics(f"metrics/{stage}.json", metrics)
     if curves:
-        from ctxrep.curves import fresh_folder
+        from ctxrep.training.curves import fresh_folder
 
         fresh_folder(Path("dvclive") / stage)
     ctx.compute(amount=sum(f["bytes"] for f in record["files"]), unit="bytes imported",

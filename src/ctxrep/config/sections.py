@@ -51,7 +51,7 @@ class TokenizeParams:
 
 @section
 class LoopParams:
-    """Keys of the shared training loop (``ctxrep.pretraining.loop``)."""
+    """Keys of the shared training loop (``ctxrep.training.loop``)."""
 
     steps: int = param(ge=1, le=MAX_STEPS)
     batch_size: int = param(ge=1, le=65536, doc="sequences per micro-batch (all ranks)")

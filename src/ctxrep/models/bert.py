@@ -382,16 +382,6 @@ def init_bert_weights(module: nn.Module, config: BertConfig) -> None:
         nn.init.zeros_(module.bias)
 
 
-def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
-    """Optimiser parameter groups: decay every matrix (linear weights, embeddings); exempt vectors
-    (all biases and LayerNorm gains), as in BERT's AdamWeightDecayOptimizer."""
-    params = [p for p in model.parameters() if p.requires_grad]
-    return [
-        {"params": [p for p in params if p.ndim >= 2], "weight_decay": weight_decay},
-        {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0},
-    ]
-
-
 def flops_per_token(config: BertConfig, seq_len: int, masked_fraction: float = 0.15) -> float:
     """Training FLOPs per input token (forward + backward = 3 x forward), for MFU.
 
@@ -423,7 +413,6 @@ __all__ = [
     "PreTrainingOutput",
     "PreTrainingLogits",
     "init_bert_weights",
-    "param_groups",
     "flops_per_token",
     "count_parameters",
 ]

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import torch
 
+from ctxrep import seeds
 from ctxrep.errors import InputError
 from ctxrep.io import atomic_dir
 from ctxrep.models.bert_hf import load_pretrained_parts, save_pretrained
@@ -36,7 +37,6 @@ from ctxrep.published import BERT_WEIGHTS, MissingWeights, bert_files
 log = logging.getLogger(__name__)
 
 SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]")
-FRESH_INIT_SEED = 0  # parts the checkpoint lacks: the same bytes on every import
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
 # What a snapshot of a Hub BERT needs (not the TF / Flax / ONNX copies of the weights).
 HUB_FILES = ["config.json", "model.safetensors", "model.safetensors.index.json",
@@ -109,7 +109,7 @@ def import_bert(source: str | Path, out_dir: str | Path) -> tuple[Path, list[Pat
             folder = resolve(source)
         files = bert_files(folder)
         try:
-            torch.manual_seed(FRESH_INIT_SEED)
+            torch.manual_seed(seeds.IMPORT_FRESH_INIT)  # the same bytes on every import
             model, fresh = load_pretrained_parts(folder)
         except (ValueError, FileNotFoundError) as e:
             raise InputError(f"{folder}: not a BERT checkpoint ctxrep can load: {e}") from e

@@ -13,8 +13,9 @@ number) and ``char_spec.json`` (``CharIdSpec``).
 Published ELMo weights (bilm-tf / AllenNLP: ``options.json`` + ``*_weights.hdf5``) load too,
 either directly, ``Elmo.from_pretrained(("options.json", "weights.hdf5"))``, or after
 ``ctxrep import-elmo options.json weights.hdf5 OUT_DIR`` as a saved model directory
-(``ctxrep.models.elmo_import``). They have no output softmax and no vocabulary (``vocab == []``,
-``BiLMConfig.vocab_size == 0``): features only.
+(:func:`import_elmo`; the layout mapping is ``ctxrep.models.elmo_import``'s). They have no
+output softmax and no vocabulary (``vocab == []``, ``BiLMConfig.vocab_size == 0``): features
+only.
 
 The extractor is stateless: in eval mode a sentence gets the same vectors in any batch.
 """
@@ -29,7 +30,8 @@ import torch
 from safetensors.torch import save_file
 from torch import nn
 
-from ctxrep.io import load_safetensors
+from ctxrep.errors import InputError
+from ctxrep.io import atomic_dir, load_safetensors
 from ctxrep.models.bilm import BiLM, BiLMConfig
 from ctxrep.text.elmo_chars import ELMO_CHAR_SPEC, CharIdSpec, batch_to_char_ids, char_ids_mask, word_to_char_ids
 
@@ -54,7 +56,8 @@ class Elmo(nn.Module):
             raise ValueError(f"vocab has {len(vocab)} words but BiLMConfig.vocab_size={config.vocab_size}")
         if char_spec.n_char_ids != config.n_characters or char_spec.max_word_length != config.max_chars_per_token:
             raise ValueError(
-                f"char spec (n_char_ids={char_spec.n_char_ids}, max_word_length={char_spec.max_word_length}) does not fit "
+                f"char spec (n_char_ids={char_spec.n_char_ids}, "
+                f"max_word_length={char_spec.max_word_length}) does not fit "
                 f"BiLMConfig (n_characters={config.n_characters}, max_chars_per_token={config.max_chars_per_token})"
             )
         self.bilm = bilm
@@ -138,3 +141,47 @@ class Elmo(nn.Module):
         bilm = BiLM(config)
         bilm.load_state_dict(load_safetensors(directory / WEIGHTS_FILE), strict=True)
         return cls(bilm, vocab, char_spec).to(device).eval()
+
+
+# -----------------------------------------------------------------------------
+# bilm-tf / AllenNLP files <-> saved model directories (the mapping: ctxrep.models.elmo_import)
+
+
+def import_elmo(options_path: str | Path, weights_path: str | Path, out_dir: str | Path) -> Path:
+    """Convert a bilm-tf options/weights pair into a saved Elmo model directory (written atomically).
+
+    An existing ``out_dir`` is replaced only if it holds nothing but a saved model's files.
+    """
+    from ctxrep.models.elmo_import import load_bilm_tf
+
+    out_dir = Path(out_dir)
+    if out_dir.exists() and (not out_dir.is_dir() or any(p.name not in MODEL_FILES for p in out_dir.iterdir())):
+        raise InputError(f"{out_dir}: exists and is not a saved model directory; choose a new path")
+    bilm, spec = load_bilm_tf(options_path, weights_path)
+    with atomic_dir(out_dir) as tmp:
+        Elmo(bilm, [], spec).save_pretrained(tmp)
+    return out_dir
+
+
+def export_elmo(model_dir: str | Path, out_dir: str | Path) -> Path:
+    """Write the saved Elmo model in ``model_dir`` (e.g. ``data/models/bilm``) as bilm-tf's
+    ``options.json`` + ``weights.hdf5`` in ``out_dir`` (new; written atomically). Its softmax and
+    vocabulary are left out, as bilm-tf's ``dump_weights`` does."""
+    import h5py
+
+    from ctxrep.models.elmo_import import tf_datasets, tf_options
+
+    out_dir = Path(out_dir)
+    if out_dir.exists():
+        raise InputError(f"{out_dir}: exists; choose a new path")
+    try:
+        elmo = Elmo.from_pretrained(model_dir)
+    except FileNotFoundError as e:
+        raise InputError(str(e)) from e
+    options, datasets = tf_options(elmo.bilm.config, elmo.char_spec), tf_datasets(elmo.bilm)
+    with atomic_dir(out_dir) as tmp:
+        (tmp / "options.json").write_text(json.dumps(options, indent=2) + "\n", encoding="utf-8")
+        with h5py.File(tmp / "weights.hdf5", "w") as f:
+            for name, array in sorted(datasets.items()):
+                f.create_dataset(name, data=array)
+    return out_dir

@@ -1,5 +1,7 @@
 """Import published ELMo weights: bilm-tf / AllenNLP ``options.json`` + ``*_weights.hdf5``;
-and export a ctxrep biLM to that layout.
+and export a ctxrep biLM to that layout. This module maps between that layout and a ``BiLM``
+(:func:`load_bilm_tf`, :func:`tf_options`, :func:`tf_datasets`); the saved Elmo model
+directories on either side are :mod:`ctxrep.models.elmo`'s (``import_elmo``, ``export_elmo``):
 
     ctxrep import-elmo options.json weights.hdf5 OUT_DIR     # a saved Elmo model directory
     Elmo.from_pretrained(("options.json", "weights.hdf5"))  # the same model, in memory
@@ -49,7 +51,8 @@ weights.hdf5 -> BiLM state dict
 One difference by design: bilm-tf's and AllenNLP's inference graphs carry LSTM states from one batch
 to the next; ``BiLM`` starts every batch from zero states, which is what they compute on a first batch.
 
-Export is the same mapping inverted (:func:`export_elmo`), with what bilm-tf's ``dump_weights``
+Export is the same mapping inverted (:func:`tf_options`, :func:`tf_datasets`; the command is
+:func:`ctxrep.models.elmo.export_elmo`), with what bilm-tf's ``dump_weights``
 writes: no softmax and no vocabulary. torch's two LSTM biases become TF's one
 (B = bias_ih + bias_hh, less the forget bias TF adds at run time), so a round trip reproduces the
 layers up to float rounding of that sum. A biLM whose filters already have the LSTM width
@@ -66,9 +69,7 @@ import numpy as np
 import torch
 
 from ctxrep.errors import InputError
-from ctxrep.io import atomic_dir
 from ctxrep.models.bilm import BiLM, BiLMConfig
-from ctxrep.models.elmo import MODEL_FILES, Elmo
 from ctxrep.text.elmo_chars import CharIdSpec
 
 TF_FORGET_BIAS = 1.0  # tf.nn.rnn_cell.LSTMCell(forget_bias=1.0), added to the f gate at run time
@@ -223,20 +224,6 @@ def load_bilm_tf(options_path: str | Path, weights_path: str | Path) -> tuple[Bi
     return bilm.eval(), spec
 
 
-def import_elmo(options_path: str | Path, weights_path: str | Path, out_dir: str | Path) -> Path:
-    """Convert a bilm-tf options/weights pair into a saved Elmo model directory (written atomically).
-
-    An existing ``out_dir`` is replaced only if it holds nothing but a saved model's files.
-    """
-    out_dir = Path(out_dir)
-    if out_dir.exists() and (not out_dir.is_dir() or any(p.name not in MODEL_FILES for p in out_dir.iterdir())):
-        raise InputError(f"{out_dir}: exists and is not a saved model directory; choose a new path")
-    bilm, spec = load_bilm_tf(options_path, weights_path)
-    with atomic_dir(out_dir) as tmp:
-        Elmo(bilm, [], spec).save_pretrained(tmp)
-    return out_dir
-
-
 # -----------------------------------------------------------------------------
 # export: the same mapping, inverted
 
@@ -291,25 +278,3 @@ def tf_datasets(bilm: BiLM) -> dict[str, np.ndarray]:
             out[f"{cell}/B"] = _tf_gates(bias)
             out[f"{cell}/W_P_0"] = state[f"{lstm}.weight_hr_l0"].T            # (C, P)
     return {name: t.contiguous().numpy().astype(np.float32) for name, t in out.items()}
-
-
-def export_elmo(model_dir: str | Path, out_dir: str | Path) -> Path:
-    """Write the saved Elmo model in ``model_dir`` (e.g. ``data/models/bilm``) as bilm-tf's
-    ``options.json`` + ``weights.hdf5`` in ``out_dir`` (new; written atomically). Its softmax and
-    vocabulary are left out, as bilm-tf's ``dump_weights`` does."""
-    import h5py
-
-    out_dir = Path(out_dir)
-    if out_dir.exists():
-        raise InputError(f"{out_dir}: exists; choose a new path")
-    try:
-        elmo = Elmo.from_pretrained(model_dir)
-    except FileNotFoundError as e:
-        raise InputError(str(e)) from e
-    options, datasets = tf_options(elmo.bilm.config, elmo.char_spec), tf_datasets(elmo.bilm)
-    with atomic_dir(out_dir) as tmp:
-        (tmp / "options.json").write_text(json.dumps(options, indent=2) + "\n", encoding="utf-8")
-        with h5py.File(tmp / "weights.hdf5", "w") as f:
-            for name, array in sorted(datasets.items()):
-                f.create_dataset(name, data=array)
-    return out_dir

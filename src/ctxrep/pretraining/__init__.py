@@ -1,1 +1,2 @@
-"""Pretraining: the shared training loop, the biLM and BERT objectives and their data."""
+"""Pretraining: the biLM and BERT objectives and their data, and what a pretraining stage
+publishes once trained (the training loop itself is :mod:`ctxrep.training`)."""

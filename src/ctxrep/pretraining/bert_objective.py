@@ -12,6 +12,7 @@ from collections import Counter
 
 import torch
 
+from ctxrep import seeds
 from ctxrep.data.tokenized import TokenizedCorpus
 from ctxrep.models.bert import BertForPreTraining
 from ctxrep.batching import bucket_by_length
@@ -25,12 +26,14 @@ def load_documents(corpus: TokenizedCorpus, split: str) -> list[list[list[int]]]
 
 
 class BertObjective:
-    """MLM (+ NSP) loss on length-bucketed instance batches (see ``loop.Objective``)."""
+    """MLM (+ NSP) loss on length-bucketed instance batches (see
+    ``ctxrep.training.loop.Objective``)."""
 
     def __init__(self, model: BertForPreTraining, train_docs, heldout_docs, vocab: dict, p,
                  device: torch.device):
         self.model, self.p, self.device = model, p, device
-        self.has_unused_parameters = not p.nsp  # the NSP head (see loop.train under DDP)
+        # the NSP head (see ctxrep.training.loop.train under DDP)
+        self.has_unused_parameters = not p.nsp
         self.train_docs = train_docs
         self.special = SpecialTokens.from_vocab(vocab)
         self.collate = PretrainingCollator.from_vocab(vocab, mlm_prob=p.mlm_prob,
@@ -40,8 +43,9 @@ class BertObjective:
         if len(heldout_docs) < 2:
             raise ValueError(f"{len(heldout_docs)} held-out document(s): evaluation needs at "
                              f"least 2 (raise tokenize.heldout_fraction)")
+        heldout_seed = seeds.BERT_HELDOUT.at(p.seed, seeds.BERT_HELDOUT_COUNTER)
         held = create_nsp_instances(heldout_docs, p.max_seq_len, p.short_seq_prob,
-                                    random.Random(p.seed + 1), self.special, nsp=p.nsp)
+                                    random.Random(heldout_seed), self.special, nsp=p.nsp)
         self.heldout = held[: p.eval_instances]
         counts = Counter(t for doc in train_docs for sent in doc for t in sent)
         self.most_frequent = next(t for t, _ in counts.most_common() if t not in self.special.ids)
@@ -52,13 +56,15 @@ class BertObjective:
                 self._epochs.pop(min(self._epochs))
             self._epochs[epoch] = create_nsp_instances(
                 self.train_docs, self.p.max_seq_len, self.p.short_seq_prob,
-                random.Random(self.p.seed * 104_729 + epoch), self.special, nsp=self.p.nsp)
+                random.Random(seeds.BERT_INSTANCES.at(self.p.seed, epoch)), self.special,
+                nsp=self.p.nsp)
         return self._epochs[epoch]
 
     def plan(self, epoch: int) -> list[list[int]]:
         instances = self._instances(epoch)
         lengths = [len(x.input_ids) for x in instances]
-        batches = bucket_by_length(lengths, self.p.batch_size, random.Random(self.p.seed + epoch))
+        batches = bucket_by_length(lengths, self.p.batch_size,
+                                   random.Random(seeds.BERT_BATCHES.at(self.p.seed, epoch)))
         return [[(epoch << _EPOCH_SHIFT) | i for i in b] for b in batches]
 
     def _collate(self, instances, seed: int) -> dict:
@@ -71,7 +77,7 @@ class BertObjective:
     def batch(self, indices: list[int], step: int) -> dict:
         instances = [self._instances(i >> _EPOCH_SHIFT)[i & ((1 << _EPOCH_SHIFT) - 1)]
                      for i in indices]
-        return self._collate(instances, self.p.seed * 1_000_003 + step)
+        return self._collate(instances, seeds.BERT_MASKING.at(self.p.seed, step))
 
     def loss(self, batch: dict, model):
         out = model(**batch)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ctxrep import seeds
 from ctxrep.data.tokenized import TokenizedCorpus
 from ctxrep.models.bilm import BiLM
 from ctxrep.batching import bucket_by_length
@@ -92,7 +93,8 @@ class LMLossModule(torch.nn.Module):
 
 
 class BiLMObjective:
-    """Forward + backward LM NLL on length-bucketed sentence batches (see ``loop.Objective``)."""
+    """Forward + backward LM NLL on length-bucketed sentence batches (see
+    ``ctxrep.training.loop.Objective``)."""
 
     def __init__(self, bilm: BiLM, train: SentenceArrays, heldout: SentenceArrays,
                  char_table: torch.Tensor, target_table: torch.Tensor, batch_size: int,
@@ -104,7 +106,8 @@ class BiLMObjective:
         self._lengths = train.lengths().tolist()
 
     def plan(self, epoch: int) -> list[list[int]]:
-        return bucket_by_length(self._lengths, self.batch_size, random.Random(self.seed * 7919 + epoch))
+        return bucket_by_length(self._lengths, self.batch_size,
+                                random.Random(seeds.BILM_BATCHES.at(self.seed, epoch)))
 
     def _tensors(self, sentences: SentenceArrays, indices: list[int]) -> dict:
         rows = [sentences.sentence(i) for i in indices]

@@ -8,7 +8,7 @@ Paths (relative to the repo root):
 
     metrics/tokenize.json, metrics/pretrain_bilm.json, metrics/pretrain_bert.json,
     metrics/pretrain_static.json (the static word vectors: no curve)
-    dvclive/pretrain_{bilm,bert}/plots/metrics/       DVCLive histories (ctxrep.curves):
+    dvclive/pretrain_{bilm,bert}/plots/metrics/       DVCLive histories (ctxrep.training.curves):
         train/loss.tsv, val/<metric>.tsv              header: step  <name>
     metrics/transfer/<task>/<method>.json             one transfer cell (a CellRecord)
     metrics/baselines/<task>.json                     the task's trivial baselines
@@ -38,7 +38,7 @@ PRETRAIN_MODELS = ("bilm", "bert")
 COMPUTE_DIR = Path("reports/compute")  # written by ctxrep.stage
 WEIGHTS_DIR = Path("reports/weights")  # written by the pretraining stages (ctxrep.published)
 PROBE_MODELS = ("bilm", "bert")
-LIVE_DIR = Path("dvclive")  # the training runs' DVCLive folders (ctxrep.curves)
+LIVE_DIR = Path("dvclive")  # the training runs' DVCLive folders (ctxrep.training.curves)
 
 
 def read_json(path: Path) -> dict | None:
@@ -92,8 +92,8 @@ def read_live_history(path: Path) -> dict[int, float]:
 
 def read_curve(folder: Path) -> Curve | None:
     """The training loss of a DVCLive folder (``plots/metrics/train/loss.tsv``, written by
-    :mod:`ctxrep.curves`); ``None`` when the folder does not exist, an empty curve when the
-    run trained nothing (an import)."""
+    :mod:`ctxrep.training.curves`); ``None`` when the folder does not exist, an empty curve
+    when the run trained nothing (an import)."""
     if not folder.is_dir():
         return None
     path = folder / "plots" / "metrics" / "train" / "loss.tsv"

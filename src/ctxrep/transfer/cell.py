@@ -29,7 +29,7 @@ from pathlib import Path
 from ctxrep import config, kinds
 from ctxrep.io import sha256_tree
 from ctxrep.models.word_vectors import WordVectors
-from ctxrep.pretraining.loop import run_key
+from ctxrep.training.checkpoints import run_key
 from ctxrep.transfer.data import TaskUnavailable, load_task, spec, task_dir
 from ctxrep.transfer.feature_train import run_feature_transfer
 from ctxrep.transfer.features import FeatureStore, task_words

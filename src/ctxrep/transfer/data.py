@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ctxrep import seeds
 from ctxrep.data import tasks as registered_tasks
 from ctxrep.batching import bucket_by_length
 
-SUBSAMPLE_SEED = 1234  # fixed: extract and every transfer cell must pick the same examples
 # Training batches of a task model hold examples of similar length, sorted within shuffled
 # pools of this many batches. A BiLSTM runs as many time steps as its batch's longest text,
 # and a Transformer pads to it, so random batches mixing short and long sentences cost about
@@ -53,7 +53,7 @@ def load_task(task: str, common) -> dict:
 def subsample(dataset, n: int):
     if not n or n >= len(dataset):
         return dataset
-    order = np.random.default_rng(SUBSAMPLE_SEED).permutation(len(dataset))[:n]
+    order = np.random.default_rng(seeds.SUBSAMPLE).permutation(len(dataset))[:n]
     return dataset.select(sorted(order.tolist()))
 
 

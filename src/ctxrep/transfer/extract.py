@@ -14,15 +14,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ctxrep import kinds
+from ctxrep import kinds, seeds
 from ctxrep.models.bert import count_parameters, flops_per_token
 from ctxrep.transfer.features import FieldWriter, examples_fingerprint, task_words
 
 log = logging.getLogger(__name__)
-
-# The untrained controls (``bilm-random``, ``bert-random``): the saved model's architecture,
-# with the fresh initialisation its constructor draws from this seed.
-RANDOM_INIT_SEED = 0
 
 
 class ElmoFeaturizer:
@@ -33,8 +29,8 @@ class ElmoFeaturizer:
         from ctxrep.models.elmo import Elmo
 
         self.elmo = Elmo.from_pretrained(model_dir, device=device)
-        if random_init:
-            torch.manual_seed(RANDOM_INIT_SEED)
+        if random_init:  # the untrained control: this architecture, freshly initialised
+            torch.manual_seed(seeds.RANDOM_INIT)
             self.elmo.bilm.load_state_dict(BiLM(self.elmo.bilm.config).state_dict())
         self.n_layers, self.dim = self.elmo.num_output_layers, self.elmo.output_dim
         self.params = self.elmo.bilm.num_parameters(include_softmax=False)
@@ -66,8 +62,8 @@ class BertFeaturizer:
         from ctxrep.models.bert_hf import load_pretrained
 
         self.model = load_pretrained(model_dir).bert.to(device).eval()
-        if random_init:
-            torch.manual_seed(RANDOM_INIT_SEED)
+        if random_init:  # the untrained control: this architecture, freshly initialised
+            torch.manual_seed(seeds.RANDOM_INIT)
             fresh = BertModel(self.model.config).to(next(self.model.parameters()).dtype)
             self.model.load_state_dict(fresh.state_dict())
         self.tokenizer = AutoTokenizer.from_pretrained(str(model_dir))

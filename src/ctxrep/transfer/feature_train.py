@@ -20,9 +20,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from ctxrep import kinds
+from ctxrep import kinds, seeds
 from ctxrep.models.word_vectors import WordVectors
-from ctxrep.pretraining.loop import Checkpoints, LoopConfig, train
+from ctxrep.training.checkpoints import Checkpoints
+from ctxrep.training.loop import LoopConfig, train
 from ctxrep.transfer import feature_models as M
 from ctxrep.transfer.data import training_batches
 from ctxrep.transfer.features import FeatureStore, task_words
@@ -79,7 +80,8 @@ class FeatureTaskObjective(SelectsOnDev):
     # -- the loop's protocol
 
     def plan(self, epoch: int) -> list[list[int]]:
-        batches = training_batches(self.train_lengths, self.p.batch_size, self.seed * 7_919 + epoch)
+        batches = training_batches(self.train_lengths, self.p.batch_size,
+                                   seeds.FEATURE_BATCHES.at(self.seed, epoch))
         return [[self.train_idx[j] for j in batch] for batch in batches]
 
     def _pad(self, split: str, field: int, indices: list[int]) -> tuple[M.WordFeatures,
@@ -162,10 +164,9 @@ def run_feature_transfer(kind: str, metric: str | Sequence[str], method: str, st
     steps_per_epoch = math.ceil(len(train_idx) / p.batch_size)
     steps = p.epochs * steps_per_epoch
     # A dev evaluation and a checkpoint per epoch: early stopping, and a killed cell resumes
-    # its current seed where it stopped.
-    cfg = LoopConfig(steps=steps, lr=p.lr, weight_decay=0.0, warmup_fraction=0.0,
-                     schedule="linear", grad_clip=p.grad_clip, checkpoint_every=steps_per_epoch,
-                     eval_every=steps_per_epoch, log_every=max(1, steps // 20), seed=seed)
+    # its current seed where it stopped. No weight decay, no warm-up.
+    cfg = LoopConfig.per_epoch(p, steps_per_epoch, seed, weight_decay=0.0, warmup_fraction=0.0,
+                               log_every=max(1, steps // 20))
     result = train(objective, cfg, ckpt_dir, run, desc=f"{method} seed {seed}",
                    live_dir=live_dir)
     Checkpoints(ckpt_dir).clear()

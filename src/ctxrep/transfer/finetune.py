@@ -1,7 +1,7 @@
 """Fine-tuning BERT on a task (Devlin et al. 2019): the ``bert-finetune`` and ``bert-scratch`` methods.
 
 All weights, encoder and a small task head, are trained together with the shared loop
-(:func:`ctxrep.pretraining.loop.train`): AdamW without decay on biases and LayerNorm gains,
+(:func:`ctxrep.training.loop.train`): AdamW without decay on biases and LayerNorm gains,
 linear warm-up then linear decay, gradient clipping, seeded batches and dropout. ``bert-scratch``
 is the same run from a freshly initialised encoder of the same shape: the no-pretraining control.
 
@@ -28,12 +28,12 @@ import torch
 from tokenizers import Tokenizer
 from torch import nn
 
-from ctxrep import kinds
+from ctxrep import kinds, seeds
 from ctxrep.config import FinetuneTransferParams
 from ctxrep.kinds.interface import Feature, TaskFormat
 from ctxrep.models.bert import BertConfig, BertModel, flops_per_token, init_bert_weights
 from ctxrep.models.bert_hf import config_from_hf, load_pretrained
-from ctxrep.pretraining.loop import LoopConfig, train
+from ctxrep.training.loop import LoopConfig, train
 from ctxrep.transfer.data import training_batches
 from ctxrep.transfer.record import SeedResult
 from ctxrep.transfer.scoring import primary_key, score
@@ -157,7 +157,8 @@ class FinetuneObjective(SelectsOnDev):
 
     def plan(self, epoch: int) -> list[list[int]]:
         """Seeded batches of similar-length features (padding per batch is then small)."""
-        return training_batches(self.train_lengths, self.batch_size, self.seed * 1_000_003 + epoch)
+        return training_batches(self.train_lengths, self.batch_size,
+                                seeds.FINETUNE_BATCHES.at(self.seed, epoch))
 
     def batch(self, indices: list[int], step: int) -> dict:
         return collate([self.train_features[i] for i in indices], self.task, self.pad_id, self.device)
@@ -237,11 +238,9 @@ def run_finetune(kind: str, metric: str | Sequence[str], splits: dict, eval_spli
     model = FinetuneModel(encoder, head).to(device)
 
     batches_per_epoch = math.ceil(len(train_features) / p.batch_size)
-    loop_config = LoopConfig(
-        steps=p.epochs * batches_per_epoch, lr=p.lr, weight_decay=p.weight_decay,
-        warmup_fraction=p.warmup_fraction, schedule="linear", grad_clip=p.grad_clip,
-        checkpoint_every=batches_per_epoch, eval_every=batches_per_epoch,
-        log_every=max(1, batches_per_epoch // 4), seed=seed)
+    loop_config = LoopConfig.per_epoch(p, batches_per_epoch, seed, weight_decay=p.weight_decay,
+                                       warmup_fraction=p.warmup_fraction,
+                                       log_every=max(1, batches_per_epoch // 4))
     objective = FinetuneObjective(model, task, train_features, dev_features, dev_set, kind,
                                   metric, p.batch_size, seed, tokenizer.token_to_id("[PAD]"),
                                   device, patience)

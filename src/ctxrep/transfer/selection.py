@@ -15,9 +15,8 @@ import copy
 
 import numpy as np
 
+from ctxrep import seeds
 from ctxrep.errors import InputError
-
-DEV_SEED = 4_321  # fixed: every method and baseline of a task carves the same dev examples
 
 
 def train_dev_indices(n_train: int, dev_fraction: float) -> tuple[list[int], list[int]]:
@@ -30,7 +29,7 @@ def train_dev_indices(n_train: int, dev_fraction: float) -> tuple[list[int], lis
         raise InputError(f"{n_train} training example(s) cannot spare {n_dev} for a dev split "
                          f"(transfer.common.dev_fraction={dev_fraction}): the task needs at "
                          f"least 2 training examples")
-    order = np.random.default_rng(DEV_SEED).permutation(n_train)
+    order = np.random.default_rng(seeds.DEV_SPLIT).permutation(n_train)
     return sorted(order[n_dev:].tolist()), sorted(order[:n_dev].tolist())
 
 
@@ -40,7 +39,7 @@ def nested_subset(indices: list[int], fraction: float) -> list[int]:
     one's), so a learning curve adds data and never swaps it."""
     if not 0.0 < fraction <= 1.0:
         raise ValueError(f"fraction must be in (0, 1], got {fraction}")
-    order = np.random.default_rng(DEV_SEED + 1).permutation(len(indices))
+    order = np.random.default_rng(seeds.NESTED_SUBSET).permutation(len(indices))
     keep = max(1, round(fraction * len(indices)))
     return sorted(indices[i] for i in order[:keep])
 

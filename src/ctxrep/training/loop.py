@@ -1,9 +1,12 @@
-"""The training loop both pretraining objectives share (and transfer fine-tuning reuses).
+"""The training loop every training run shares: both pretraining objectives and the transfer
+task models.
 
-What is shared: optimizer (AdamW with decay only on matrices, or Adagrad as in ELMo), linear
-warm-up then linear decay, gradient accumulation, gradient clipping, bf16 autocast on CUDA, DDP
-under ``torchrun``, periodic evaluation, atomic checkpoints and exact resume, NaN/inf stops,
-a progress bar, and the curves (DVCLive and MLflow, one path: :mod:`ctxrep.curves`).
+What is shared: optimizer (AdamW with decay only on matrices, or Adagrad as in ELMo) and
+linear warm-up then linear decay (:mod:`ctxrep.training.optim`), gradient accumulation, gradient
+clipping, bf16 autocast on CUDA, DDP under ``torchrun`` (:mod:`ctxrep.training.distributed`),
+periodic evaluation, atomic checkpoints and exact resume (:mod:`ctxrep.training.checkpoints`),
+NaN/inf stops, a progress bar, and the curves (DVCLive and MLflow, one path:
+:mod:`ctxrep.training.curves`).
 
 What a model brings is an :class:`Objective`: an epoch *plan* (batches of example indices, a
 pure function of the epoch), a way to build a batch for a step, and its loss. Because the plan
@@ -14,49 +17,63 @@ from a checkpoint at step k replays steps k.. exactly as an uninterrupted run wo
 from __future__ import annotations
 
 import contextlib
-import functools
-import hashlib
+import dataclasses
 import json
 import logging
 import math
-import os
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 import torch
-import torch.distributed as dist
 from torch import nn
 
-from ctxrep.curves import Curves, is_point, train_point, val_point
+from ctxrep import seeds
+from ctxrep.training.checkpoints import Checkpoints
+from ctxrep.training.curves import Curves, is_point, train_point, val_point
+from ctxrep.training.distributed import Dist
+from ctxrep.training.optim import lr_factor, make_optimizer
 
 log = logging.getLogger(__name__)
 
 
-@dataclass
+@dataclass(frozen=True)
 class LoopConfig:
+    """What the loop is told. No field has a default: every value comes from a params section
+    (:meth:`from_params`, :meth:`per_epoch`) or is spelled out by the caller."""
+
     steps: int
     lr: float
-    optimizer: str = "adamw"          # adamw | adagrad
-    weight_decay: float = 0.01
-    betas: tuple = (0.9, 0.999)
-    warmup_fraction: float = 0.02
-    schedule: str = "linear"          # linear (warm-up then decay to 0) | constant (after warm-up)
-    grad_clip: float = 1.0
-    grad_accum: int = 1
-    eval_every: int = 0               # 0 = only at the end
-    checkpoint_every: int = 0         # 0 = no intermediate checkpoints
-    log_every: int = 10
-    seed: int = 0
-    compile: bool = False
+    optimizer: str                    # adamw | adagrad
+    weight_decay: float
+    warmup_fraction: float
+    schedule: str                     # linear (warm-up then decay to 0) | constant (after warm-up)
+    grad_clip: float                  # 0 = off
+    grad_accum: int
+    eval_every: int                   # 0 = only at the end
+    checkpoint_every: int             # 0 = no intermediate checkpoints
+    log_every: int
+    seed: int
+    compile: bool
 
     @classmethod
     def from_params(cls, section) -> LoopConfig:
-        """The loop keys of a pretraining params section (``ctxrep.config.LoopParams``)."""
-        return cls(**{k: getattr(section, k) for k in cls.__dataclass_fields__
-                      if hasattr(section, k) and k != "betas"})
+        """Every key of a pretraining params section's loop keys (``ctxrep.config.LoopParams``)."""
+        return cls(**{f.name: getattr(section, f.name) for f in dataclasses.fields(cls)})
+
+    @classmethod
+    def per_epoch(cls, p, steps_per_epoch: int, seed: int, *, weight_decay: float,
+                  warmup_fraction: float, log_every: int) -> LoopConfig:
+        """A transfer cell's loop: ``p.epochs`` epochs of ``steps_per_epoch`` steps at ``p.lr``
+        with ``p.grad_clip`` (its method's params section), AdamW and a linear schedule, a dev
+        evaluation and a checkpoint per epoch (model selection, resume), one micro-batch per
+        step, no compilation."""
+        return cls(steps=p.epochs * steps_per_epoch, lr=p.lr, optimizer="adamw",
+                   weight_decay=weight_decay, warmup_fraction=warmup_fraction, schedule="linear",
+                   grad_clip=p.grad_clip, grad_accum=1, eval_every=steps_per_epoch,
+                   checkpoint_every=steps_per_epoch, log_every=log_every, seed=seed,
+                   compile=False)
 
 
 class Objective(Protocol):
@@ -86,103 +103,6 @@ class NonFiniteLoss(RuntimeError):
     pass
 
 
-# ------------------------------------------------------------------------------ distribution
-
-@dataclass
-class Dist:
-    rank: int = 0
-    world: int = 1
-    local_rank: int = 0
-
-    @property
-    def main(self) -> bool:
-        return self.rank == 0
-
-
-def init_distributed() -> Dist:
-    """DDP under torchrun (``WORLD_SIZE`` > 1): NCCL on CUDA, gloo on CPU."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    if world == 1:
-        return Dist()
-    if not dist.is_initialized():
-        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
-    local = int(os.environ.get("LOCAL_RANK", "0"))
-    if torch.cuda.is_available():
-        torch.cuda.set_device(local)
-    return Dist(dist.get_rank(), world, local)
-
-
-def default_device(d: Dist) -> torch.device:
-    return torch.device(f"cuda:{d.local_rank}") if torch.cuda.is_available() else torch.device("cpu")
-
-
-# ------------------------------------------------------------------------------ optimization
-
-def make_optimizer(model: nn.Module, cfg: LoopConfig) -> torch.optim.Optimizer:
-    params = [p for p in model.parameters() if p.requires_grad]
-    if cfg.optimizer == "adagrad":
-        # ELMo's setting (TF Adagrad): accumulators start at 1.0.
-        return torch.optim.Adagrad(params, lr=cfg.lr, initial_accumulator_value=1.0)
-    # No weight decay on biases and LayerNorm gains: exactly the parameters with ndim < 2.
-    decay = [p for p in params if p.ndim >= 2]
-    no_decay = [p for p in params if p.ndim < 2]
-    groups = [{"params": decay, "weight_decay": cfg.weight_decay},
-              {"params": no_decay, "weight_decay": 0.0}]
-    fused = all(p.is_cuda for p in params)
-    return torch.optim.AdamW(groups, lr=cfg.lr, betas=tuple(cfg.betas), fused=fused or None)
-
-
-def lr_factor(step: int, cfg: LoopConfig) -> float:
-    warmup = max(1, round(cfg.warmup_fraction * cfg.steps)) if cfg.warmup_fraction > 0 else 0
-    if step < warmup:
-        return (step + 1) / warmup
-    if cfg.schedule == "constant":
-        return 1.0
-    return max(0.0, (cfg.steps - step) / max(1, cfg.steps - warmup))
-
-
-# ------------------------------------------------------------------------------- checkpoints
-
-class Checkpoints:
-    """``<dir>/step-00001234/`` folders, each complete before it is renamed into place.
-
-    A kill at any point leaves the newest complete folder usable; tensors are stored with
-    ``torch.save`` and read back with ``weights_only=True`` (no pickle of arbitrary objects)."""
-
-    def __init__(self, root: Path):
-        self.root = Path(root)
-
-    def latest(self) -> Path | None:
-        done = sorted(p for p in self.root.glob("step-*") if (p / "COMPLETE").exists())
-        return done[-1] if done else None
-
-    def save(self, step: int, state: dict, keep: int = 1) -> Path:
-        self.root.mkdir(parents=True, exist_ok=True)
-        final = self.root / f"step-{step:08d}"
-        tmp = self.root / f".tmp-step-{step:08d}-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir()
-        torch.save(state, tmp / "state.pt")
-        (tmp / "COMPLETE").write_text(str(step))
-        with open(tmp / "state.pt", "rb") as f:
-            os.fsync(f.fileno())
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
-        for old in sorted(p for p in self.root.glob("step-*") if p != final)[:-keep or None]:
-            shutil.rmtree(old, ignore_errors=True)
-        return final
-
-    def load(self, path: Path) -> dict:
-        try:
-            return torch.load(path / "state.pt", map_location="cpu", weights_only=True)
-        except Exception as e:  # noqa: BLE001
-            raise RuntimeError(f"{path / 'state.pt'}: unreadable checkpoint ({e})") from e
-
-    def clear(self) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)
-
-
 # ------------------------------------------------------------------------------------- loop
 
 @dataclass
@@ -195,6 +115,13 @@ class TrainResult:
     eval_seconds: list = field(default_factory=list)  # [step, train_seconds] of each evaluation
     final_eval: dict = field(default_factory=dict)
     resumed_from: int = 0
+
+
+def heldout_curve(result: TrainResult) -> list[dict]:
+    """Each evaluation's step, training seconds so far (evaluation time excluded) and metrics."""
+    seconds = dict((int(step), s) for step, s in result.eval_seconds)
+    return [{"step": int(step), "train_s": round(seconds[int(step)], 1), **metrics}
+            for step, metrics in result.evals if int(step) in seconds]
 
 
 class _Plans:
@@ -244,14 +171,15 @@ def train(objective: Objective, cfg: LoopConfig, ckpt_dir: Path, run=None,
           live_dir: Path | None = None) -> TrainResult:
     """Train ``objective`` for ``cfg.steps`` optimizer steps, resuming from the latest checkpoint
     in ``ckpt_dir``. Curves go to ``live_dir`` (a DVCLive folder) and ``run`` (the MLflow run)
-    through :class:`ctxrep.curves.Curves`."""
+    through :class:`ctxrep.training.curves.Curves`."""
     from tqdm.auto import tqdm
 
     d = dist_info or Dist()
     model = objective.model
     device = next(model.parameters()).device
-    optimizer = make_optimizer(model, cfg)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, cfg))
+    optimizer = make_optimizer(model, cfg.optimizer, cfg.lr, cfg.weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: lr_factor(s, cfg.steps, cfg.warmup_fraction, cfg.schedule))
     ckpts = Checkpoints(ckpt_dir)
     result = TrainResult(0, 0, 0.0)
 
@@ -312,7 +240,8 @@ def train(objective: Objective, cfg: LoopConfig, ckpt_dir: Path, run=None,
     model.train()
     for step in range(result.steps, cfg.steps):
         t0 = time.perf_counter()
-        torch.manual_seed(cfg.seed * 1_000_003 + step)  # dropout: a pure function of the step
+        # dropout: a pure function of the step
+        torch.manual_seed(seeds.STEP_DROPOUT.at(cfg.seed, step))
         micro = _locate(step, plans, cfg.grad_accum)
         logs_sum: dict = {}
         step_tokens = 0
@@ -402,46 +331,3 @@ def _evaluate(objective: Objective, autocast) -> dict:
     objective.model.eval()
     with torch.no_grad(), autocast:
         return objective.evaluate()
-
-
-def heldout_curve(result: TrainResult) -> list[dict]:
-    """Each evaluation's step, training seconds so far (evaluation time excluded) and metrics."""
-    seconds = dict((int(step), s) for step, s in result.eval_seconds)
-    return [{"step": int(step), "train_s": round(seconds[int(step)], 1), **metrics}
-            for step, metrics in result.evals if int(step) in seconds]
-
-
-def run_key(*parts) -> str:
-    """A checkpoint folder name from a run's params and data and the package's code: a changed
-    run, or the same run under changed code, never resumes an old one's checkpoints."""
-    blob = json.dumps([code_fingerprint(), *parts], sort_keys=True, default=str).encode()
-    return hashlib.sha256(blob).hexdigest()[:16]
-
-
-@functools.lru_cache(maxsize=1)
-def code_fingerprint() -> str:
-    """sha256 over the ctxrep package's Python files (paths and bytes): resuming a checkpoint
-    written by other code would mix two programs in one run."""
-    root = Path(__file__).resolve().parents[1]
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
-
-
-def publish(ctx, name: str, result: TrainResult, evaluation: dict, n_params: int,
-            flops_per_token: float, ckpt_root: Path) -> dict:
-    """What a pretraining stage leaves besides its model and its curves (``dvclive/<name>/``,
-    written as it trained), once it has finished: ``metrics/<name>.json`` (``evaluation`` + run
-    totals: the same bytes on every run) and its compute-ledger entry (with the timings, which differ run to run: among them the held-out
-    curve against training seconds, ``heldout_curve``, for time-to-perplexity comparisons);
-    its checkpoints go. ``ctx`` is the stage's :class:`ctxrep.stage.StageContext`."""
-    metrics = {**evaluation, "train_tokens": result.train_tokens, "steps": result.steps,
-               "params": n_params, "train_flops": float(flops_per_token) * result.train_tokens}
-    ctx.write_metrics(f"metrics/{name}.json", metrics)
-    ctx.compute(amount=result.train_tokens, unit="tokens", params=n_params,
-                flops=metrics["train_flops"], train_s=round(result.train_seconds, 1),
-                tokens_per_s=round(result.train_tokens / max(result.train_seconds, 1e-9), 1),
-                heldout_curve=heldout_curve(result))
-    Checkpoints(ckpt_root).clear()
-    return metrics
