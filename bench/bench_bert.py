@@ -89,6 +89,7 @@ def build_models(args, device: torch.device):
         max_position_embeddings=max(512, args.seq_len),
         hidden_dropout_prob=args.dropout,
         attention_probs_dropout_prob=args.dropout,
+        pre_layer_norm=False,
     ).validate()
     torch.manual_seed(args.seed)
     ours = BertForPreTraining(config)

@@ -102,6 +102,7 @@ def main() -> None:
         vocab_size=args.vocab_size, filters=args.filters, n_highway=args.n_highway, projection_dim=args.projection_dim,
         cell_dim=args.cell_dim, n_layers=args.n_layers, cell_clip=args.cell_clip, proj_clip=args.cell_clip,
         dropout=args.dropout, softmax=args.softmax, n_negatives=args.n_negatives,
+        char_embed_dim=16, activation="relu",
     ).validate()
     batch = make_batch(args, device)
     autocast = torch.autocast(device.type, dtype=torch.bfloat16) if args.bf16 else nullcontext()

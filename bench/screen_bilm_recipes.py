@@ -46,7 +46,8 @@ def main() -> None:
     vocab, _ = corpus.word_vocab()
     config = BiLMConfig(vocab_size=len(vocab), projection_dim=args.projection_dim, cell_dim=args.cell_dim,
                         n_layers=2, filters=[[1, 32], [2, 32], [3, 64], [4, 64], [5, 64]], n_highway=1,
-                        dropout=args.dropout, softmax="sampled", n_negatives=args.n_negatives)
+                        dropout=args.dropout, softmax="sampled", n_negatives=args.n_negatives,
+                        char_embed_dim=16, activation="relu", cell_clip=None, proj_clip=None)
     torch.manual_seed(0)
     model = BiLM(config)
     types = WordTypes(vocab)

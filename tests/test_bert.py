@@ -32,6 +32,9 @@ def tiny_config(**overrides) -> BertConfig:
         num_attention_heads=4,
         intermediate_size=64,
         max_position_embeddings=40,
+        hidden_dropout_prob=0.1,
+        attention_probs_dropout_prob=0.1,
+        pre_layer_norm=False,
     )
     return BertConfig(**{**sizes, **overrides}).validate()
 
@@ -103,14 +106,29 @@ def test_config_validation_names_the_key(overrides, key):
 
 
 def test_named_sizes_follow_turc_et_al():
-    mini = BertConfig.named("mini", vocab_size=1000)
+    rest = dict(max_position_embeddings=512, hidden_dropout_prob=0.1,
+                attention_probs_dropout_prob=0.1, pre_layer_norm=False)
+    mini = BertConfig.named("mini", vocab_size=1000, **rest)
     sizes = ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size")
     assert tuple(getattr(mini, k) for k in sizes) == (4, 256, 4, 1024)
-    base = BertConfig.named("base", vocab_size=1000)
+    base = BertConfig.named("base", vocab_size=1000, **rest)
     assert tuple(getattr(base, k) for k in sizes) == (12, 768, 12, 3072)
-    assert BertConfig.named("tiny", vocab_size=10, hidden_dropout_prob=0.0).hidden_dropout_prob == 0.0
     with pytest.raises(ValueError, match="name"):
-        BertConfig.named("huge", vocab_size=1000)
+        BertConfig.named("huge", vocab_size=1000, **rest)
+
+
+def test_a_model_config_has_no_hyper_parameter_of_its_own():
+    """Sizes, dropout and objective come from the params (or a checkpoint): leaving one out is
+    an error, never a default that disagrees with conf/."""
+    with pytest.raises(TypeError, match="hidden_dropout_prob"):
+        BertConfig.named("tiny", vocab_size=10, max_position_embeddings=64,
+                         attention_probs_dropout_prob=0.1, pre_layer_norm=False)
+    from ctxrep.models.bilm import BiLMConfig
+
+    with pytest.raises(TypeError, match="cell_dim"):
+        BiLMConfig(vocab_size=10, char_embed_dim=4, filters=[[1, 4]], n_highway=0,
+                   activation="relu", projection_dim=8, n_layers=1, cell_clip=None,
+                   proj_clip=None, dropout=0.0, softmax="full", n_negatives=4)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -25,8 +25,9 @@ CLIPPING = [None, 3.0]  # None: fused nn.LSTM path; 3.0: the explicit clipped ce
 
 
 def tiny_config(**overrides) -> BiLMConfig:
-    sizes = dict(vocab_size=50, filters=[[1, 4], [2, 4], [3, 8]], n_highway=1, projection_dim=8, cell_dim=16,
-                 n_layers=2, dropout=0.0)
+    sizes = dict(vocab_size=50, char_embed_dim=16, filters=[[1, 4], [2, 4], [3, 8]], n_highway=1,
+                 activation="relu", projection_dim=8, cell_dim=16, n_layers=2, cell_clip=None,
+                 proj_clip=None, dropout=0.0, softmax="full", n_negatives=8192)
     return BiLMConfig(**{**sizes, **overrides})
 
 
@@ -355,8 +356,9 @@ def test_sampled_softmax_trains_as_well_as_full_softmax(one_thread):
 
     def heldout_perplexity(softmax: str, steps: int = 400) -> float:
         torch.manual_seed(0)
-        config = BiLMConfig(vocab_size=len(word_id), filters=[[1, 8], [2, 8], [3, 16]], projection_dim=16,
-                            cell_dim=32, n_layers=1, dropout=0.0, softmax=softmax, n_negatives=64)
+        config = BiLMConfig(vocab_size=len(word_id), char_embed_dim=16, filters=[[1, 8], [2, 8], [3, 16]],
+                            n_highway=1, activation="relu", projection_dim=16, cell_dim=32, n_layers=1,
+                            cell_clip=None, proj_clip=None, dropout=0.0, softmax=softmax, n_negatives=64)
         model = BiLM(config)
         optimizer = torch.optim.Adam(model.parameters(), lr=2e-2)
         schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1 - step / steps)

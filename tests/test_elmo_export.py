@@ -25,7 +25,8 @@ def random_bilm(projection_dim: int = 8, filters=((1, 4), (2, 8))) -> BiLM:
     the mapping touches, with every weight (torch's second LSTM bias too) away from zero."""
     config = BiLMConfig(vocab_size=5, char_embed_dim=4, filters=[list(f) for f in filters],
                         n_highway=1, projection_dim=projection_dim, cell_dim=16, n_layers=2,
-                        skip_connections=True, cell_clip=3.0, proj_clip=3.0, dropout=0.0)
+                        skip_connections=True, cell_clip=3.0, proj_clip=3.0, dropout=0.0,
+                        activation="relu", softmax="full", n_negatives=8192)
     torch.manual_seed(0)
     bilm = BiLM(config)
     with torch.no_grad():

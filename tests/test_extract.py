@@ -25,7 +25,8 @@ def model_dir(tmp_path_factory):
     tokenizer = train_wordpiece(texts, vocab_size=100, lowercase=True, charset=set("".join(texts)))
     save_wordpiece(tokenizer, root / "tokenizer", lowercase=True)
     config = BertConfig(vocab_size=tokenizer.get_vocab_size(), hidden_size=16, num_hidden_layers=2,
-                        num_attention_heads=2, intermediate_size=32, max_position_embeddings=32)
+                        num_attention_heads=2, intermediate_size=32, max_position_embeddings=32,
+                        hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, pre_layer_norm=False)
     torch.manual_seed(0)
     save_pretrained(BertForPreTraining(config), root / "model", tokenizer_dir=root / "tokenizer")
     return root / "model"

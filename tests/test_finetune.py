@@ -160,7 +160,8 @@ def model_dir(tmp_path_factory):
     tokenizer = train_wordpiece(texts, vocab_size=150, lowercase=True, charset=set("".join(texts)))
     save_wordpiece(tokenizer, root / "tokenizer", lowercase=True)
     config = BertConfig(vocab_size=tokenizer.get_vocab_size(), hidden_size=32, num_hidden_layers=2,
-                        num_attention_heads=4, intermediate_size=64, max_position_embeddings=64)
+                        num_attention_heads=4, intermediate_size=64, max_position_embeddings=64,
+                        hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, pre_layer_norm=False)
     torch.manual_seed(1234)  # not a fine-tuning seed: a scratch init must not equal these weights
     save_pretrained(BertForPreTraining(config), root / "model", tokenizer_dir=root / "tokenizer")
     return root / "model"

@@ -333,7 +333,8 @@ def test_a_new_kind_fine_tunes(binary_kind, tmp_path):
     save_wordpiece(tokenizer, tmp_path / "tokenizer", lowercase=True)
     config = BertConfig(vocab_size=tokenizer.get_vocab_size(), hidden_size=16,
                         num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
-                        max_position_embeddings=32)
+                        max_position_embeddings=32, hidden_dropout_prob=0.1,
+                        attention_probs_dropout_prob=0.1, pre_layer_norm=False)
     torch.manual_seed(0)
     save_pretrained(BertForPreTraining(config), tmp_path / "bert",
                     tokenizer_dir=tmp_path / "tokenizer")

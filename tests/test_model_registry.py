@@ -34,7 +34,8 @@ def tiny_bert(root: Path, mlm_head: bool = True) -> Path:
     tokenizer = train_wordpiece(TEXTS, vocab_size=60, lowercase=True, charset=set("".join(TEXTS)))
     save_wordpiece(tokenizer, root / "tokenizer", lowercase=True)
     config = BertConfig(vocab_size=tokenizer.get_vocab_size(), hidden_size=32, num_hidden_layers=2,
-                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=32)
+                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=32,
+                        hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, pre_layer_norm=False)
     torch.manual_seed(0)
     model = BertForPreTraining(config).eval()
     out = root / ("bert" if mlm_head else "bert-encoder")
@@ -50,7 +51,8 @@ def tiny_bilm(path: Path, seed: int = 0) -> Path:
 
     config = BiLMConfig(vocab_size=5, char_embed_dim=4, filters=[[1, 4], [2, 8]], n_highway=1,
                         projection_dim=8, cell_dim=16, n_layers=2, skip_connections=True,
-                        cell_clip=3.0, proj_clip=3.0, dropout=0.0)
+                        cell_clip=3.0, proj_clip=3.0, dropout=0.0, activation="relu",
+                        softmax="full", n_negatives=8192)
     torch.manual_seed(seed)
     bilm = BiLM(config)
     with torch.no_grad():  # away from the default init: the layers differ visibly

@@ -27,7 +27,8 @@ def tiny_bilm_model(seed: int = 0):
     from ctxrep.models.bilm import BiLM, BiLMConfig
 
     config = BiLMConfig(vocab_size=len(VOCAB), char_embed_dim=4, filters=[[1, 4], [2, 8]], n_highway=1,
-                        projection_dim=8, cell_dim=16, n_layers=2, dropout=0.0)
+                        projection_dim=8, cell_dim=16, n_layers=2, dropout=0.0, activation="relu",
+                        cell_clip=None, proj_clip=None, softmax="full", n_negatives=8192)
     torch.manual_seed(seed)
     return BiLM(config)
 
@@ -210,7 +211,8 @@ def test_errors(tmp_path, text, capsys):
     from ctxrep.models.elmo import Elmo
 
     features = BiLM(BiLMConfig(vocab_size=0, char_embed_dim=4, filters=[[1, 4]], projection_dim=8,
-                               cell_dim=16, n_layers=1, dropout=0.0))
+                               cell_dim=16, n_layers=1, dropout=0.0, n_highway=1,
+                               activation="relu", cell_clip=None, proj_clip=None, softmax="full", n_negatives=8192))
     Elmo(features, []).save_pretrained(tmp_path / "imported")
     assert "needs the LM head" in one_line_exit_2(capsys, tmp_path / "imported", text)
     encoder = tiny_bert(tmp_path, mlm_head=False)

@@ -35,7 +35,8 @@ def save_tiny_hf_bert(path: Path, seed: int = 0) -> Path:
     torch.manual_seed(seed)
     model = BertModel(BertConfig(vocab_size=len(VOCAB), hidden_size=32, num_hidden_layers=2,
                                  num_attention_heads=2, intermediate_size=64,
-                                 max_position_embeddings=128))
+                                 max_position_embeddings=128, hidden_dropout_prob=0.1,
+                                 attention_probs_dropout_prob=0.1, pre_layer_norm=False))
     model.save_pretrained(path)
     BertTokenizerFast(vocab={w: i for i, w in enumerate(VOCAB)},
                       do_lower_case=False).save_pretrained(path)

@@ -38,27 +38,31 @@ NAMED_SIZES = {
 # Configuration
 
 
-@dataclass
+@dataclass(kw_only=True)
 class BertConfig:
-    """Sizes and regularisation of a BERT encoder. Field names follow Hugging Face's BertConfig."""
+    """Sizes and regularisation of a BERT encoder. Field names follow Hugging Face's BertConfig.
+    The sizes and dropout have no values here: they come from a ``pretrain_bert`` params section
+    (:meth:`from_params`) or a checkpoint's config (:func:`~ctxrep.models.bert_hf.config_from_hf`).
+    Only BERT's own constants have defaults."""
 
     vocab_size: int
-    hidden_size: int = 768
-    num_hidden_layers: int = 12
-    num_attention_heads: int = 12
-    intermediate_size: int = 3072
-    max_position_embeddings: int = 512
+    hidden_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    intermediate_size: int
+    max_position_embeddings: int
     type_vocab_size: int = 2
-    hidden_dropout_prob: float = 0.1
-    attention_probs_dropout_prob: float = 0.1
+    hidden_dropout_prob: float
+    attention_probs_dropout_prob: float
     layer_norm_eps: float = 1e-12
     initializer_range: float = 0.02
-    pre_layer_norm: bool = False  # False: post-LN as in BERT; True: LayerNorm before each sublayer
+    pre_layer_norm: bool  # False: post-LN as in BERT; True: LayerNorm before each sublayer
     pad_token_id: int = 0
 
     @classmethod
     def named(cls, name: str, vocab_size: int, **overrides) -> BertConfig:
-        """A named size (tiny, mini, small, medium, base) with 4x feed-forward width."""
+        """A named size (tiny, mini, small, medium, base) with 4x feed-forward width; the
+        overrides give the rest (position embeddings, dropout, pre-LN)."""
         if name not in NAMED_SIZES:
             raise ValueError(f"name: unknown BERT size {name!r}; expected one of {sorted(NAMED_SIZES)}")
         layers, hidden = NAMED_SIZES[name]

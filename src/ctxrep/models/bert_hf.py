@@ -32,6 +32,13 @@ _SHARED_CONFIG_KEYS = (
     "attention_probs_dropout_prob", "layer_norm_eps", "initializer_range", "pad_token_id",
 )  # fmt: skip
 
+# What Hugging Face's BertConfig takes for a key that a config.json leaves out (`save_pretrained`
+# writes only what differs from these): BERT-base's sizes, as transformers defines them.
+HF_BERT_DEFAULTS = dict(vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                        intermediate_size=3072, max_position_embeddings=512, type_vocab_size=2,
+                        hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
+                        layer_norm_eps=1e-12, initializer_range=0.02, pad_token_id=0)
+
 # Buffers and tied copies that HF checkpoints may carry; none of them holds a weight of its own.
 _DERIVED_HF_KEYS = (
     "embeddings.position_ids",
@@ -182,7 +189,7 @@ def config_from_hf(hf_config: dict) -> BertConfig:
     if hf_config.get("is_decoder", False) or hf_config.get("add_cross_attention", False):
         raise ValueError("is_decoder: only the bidirectional BERT encoder is supported")
     known = {key: hf_config[key] for key in _SHARED_CONFIG_KEYS if hf_config.get(key) is not None}
-    return BertConfig(**known).validate()
+    return BertConfig(**{**HF_BERT_DEFAULTS, **known}, pre_layer_norm=False).validate()
 
 
 def read_hf_weights(directory: Path) -> dict[str, torch.Tensor]:

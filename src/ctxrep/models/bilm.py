@@ -36,7 +36,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -58,27 +58,32 @@ ELMO_FILTERS = [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 102
 ONE_BILLION_WORD_VOCAB = 793471
 
 
-@dataclass
+@dataclass(kw_only=True)
 class BiLMConfig:
-    vocab_size: int = 20000  # output words, ids sorted by descending frequency; 0 = no softmax (features only)
+    """The biLM's architecture. Its sizes, regularisation and objective have no values here: they
+    come from a ``pretrain_bilm`` params section (:meth:`from_params`), a published preset, a
+    saved model's ``config.json`` or a published ``options.json``. Only the char-id encoding's
+    constants and ELMo's residual connections have defaults."""
+
+    vocab_size: int  # output words, ids sorted by descending frequency; 0 = no softmax (features only)
     # token encoder
     n_characters: int = N_CHAR_IDS  # rows of the char embedding (id 0 = missing word)
     max_chars_per_token: int = MAX_WORD_LENGTH
-    char_embed_dim: int = 16
-    filters: list[list[int]] = field(default_factory=lambda: [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256]])
-    n_highway: int = 1
-    activation: str = "relu"  # after the max-pool over chars; highway uses ReLU
+    char_embed_dim: int
+    filters: list[list[int]]  # [width, n_filters] per filter
+    n_highway: int
+    activation: str  # after the max-pool over chars; highway uses ReLU
     # LSTM stacks
-    projection_dim: int = 256  # width of the token layer and of every LSTM output (P)
-    cell_dim: int = 1024  # LSTM memory cell size (C), projected down to P
-    n_layers: int = 2
+    projection_dim: int  # width of the token layer and of every LSTM output (P)
+    cell_dim: int  # LSTM memory cell size (C), projected down to P
+    n_layers: int
     skip_connections: bool = True  # residual connections between LSTM layers (bilm-tf use_skip_connections)
-    cell_clip: float | None = None  # clip the memory cell to [-c, c] (bilm-tf: 3)
-    proj_clip: float | None = None  # clip the projected state to [-c, c] (bilm-tf: 3)
-    dropout: float = 0.1  # on every LSTM input and on the top states before the softmax
+    cell_clip: float | None  # clip the memory cell to [-c, c] (bilm-tf: 3); None = no clipping
+    proj_clip: float | None  # clip the projected state to [-c, c] (bilm-tf: 3); None = no clipping
+    dropout: float  # on every LSTM input and on the top states before the softmax
     # output
-    softmax: str = "full"  # "full" | "sampled" (training objective; evaluation is always full)
-    n_negatives: int = 8192  # sampled softmax: unique candidates per batch
+    softmax: str  # "full" | "sampled" (training objective; evaluation is always full)
+    n_negatives: int  # sampled softmax: unique candidates per batch
 
     def validate(self) -> BiLMConfig:
         """Raise ValueError naming the first bad key; return self."""
@@ -161,7 +166,7 @@ class BiLMConfig:
 
 # The released AllenNLP/bilm-tf models: elmo_2x{cell}_{proj}_2048cnn_{n}xhighway, trained on the
 # 1B Word Benchmark with a sampled softmax of 8192 negatives.
-_PUBLISHED = dict(filters=ELMO_FILTERS, activation="relu", n_layers=2, cell_clip=3.0, proj_clip=3.0,
+_PUBLISHED = dict(filters=ELMO_FILTERS, char_embed_dim=16, activation="relu", n_layers=2, cell_clip=3.0, proj_clip=3.0,
                   dropout=0.1, softmax="sampled", n_negatives=8192, vocab_size=ONE_BILLION_WORD_VOCAB)
 PRESETS: dict[str, dict] = {
     "small": dict(_PUBLISHED, cell_dim=1024, projection_dim=128, n_highway=1),  # 2x1024_128_2048cnn_1xhighway

@@ -133,6 +133,8 @@ def read_options(path: str | Path) -> tuple[BiLMConfig, CharIdSpec]:
             cell_clip=None if clips["cell_clip"] is None else float(clips["cell_clip"]),
             proj_clip=None if clips["proj_clip"] is None else float(clips["proj_clip"]),
             dropout=float(get("dropout", (int, float), 0.0)),
+            # no softmax (vocab_size 0): unused, recorded as every features-only config records them
+            softmax="full", n_negatives=8192,
         ).validate()
     except ValueError as e:
         raise InputError(f"{path}: {e}") from e
