@@ -32,8 +32,9 @@ def task_dir(task: str) -> Path:
     return Path("data/raw/tasks") / task
 
 
-def load_task(task: str, common) -> dict:
-    """{"train": Dataset, <eval_split>: Dataset}, subsampled by ``transfer.common``."""
+def load_splits(task: str):
+    """Every split of a fetched task (a ``DatasetDict``), its fetch manifest checked first;
+    :class:`TaskUnavailable` where no location served the task."""
     import datasets
 
     from ctxrep.data.sources import verify
@@ -44,7 +45,12 @@ def load_task(task: str, common) -> dict:
     manifest = verify(task_dir(task))
     if not manifest.get("available"):
         raise TaskUnavailable(manifest.get("reason", f"task {task} is unavailable"))
-    dd = datasets.load_from_disk(str(task_dir(task) / "dataset"))
+    return datasets.load_from_disk(str(task_dir(task) / "dataset"))
+
+
+def load_task(task: str, common) -> dict:
+    """{"train": Dataset, <eval_split>: Dataset}, subsampled by ``transfer.common``."""
+    dd = load_splits(task)
     eval_split = common.eval_split if common.eval_split in dd else "validation"
     return {"train": subsample(dd["train"], common.max_train_examples),
             eval_split: subsample(dd[eval_split], common.max_eval_examples)}
