@@ -267,6 +267,17 @@ def kill_stage_when(repo: Path, script: str, args: list[str], condition, env: di
     return False
 
 
+@pytest.fixture(scope="module")
+def without_mlflow():
+    """Stages run with ``CTXREP_MLFLOW=0`` in this module: no MLflow runs (a few seconds less
+    per stage). For modules whose assertions are about outputs, DVC and errors; the tiny run and
+    the MLflow tests keep it on (``tests/test_tracking.py`` checks that the outputs are the
+    same either way)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CTXREP_MLFLOW", "0")
+        yield
+
+
 def dvc(repo: Path, *args: str, env: dict | None = None, timeout: float = 900) -> str:
     """``dvc <args>`` in ``repo`` with this venv's tools on PATH and ``repo``'s own MLflow store;
     fails the test on a non-zero exit. Returns stdout."""
@@ -294,6 +305,7 @@ def build_tiny_run(folder: Path, mirror: Path) -> None:
     try:
         repo = scratch_repo(folder / "repo", "tiny")
         env = {"CTXREP_DATA_MIRROR": str(mirror), "CTXREP_PARAMS_TRACE": str(folder / "trace"),
+               "CTXREP_MLFLOW": "1",  # the MLflow tests read this run's store
                "PYTHONHASHSEED": "1"}  # test_static_vectors_… reruns a stage with another salt
         (folder / "log").write_text(dvc(repo, "exp", "run", "-S", "profile=tiny", env=env,
                                         timeout=TINY_RUN_TIMEOUT_S))

@@ -12,7 +12,8 @@ import pytest
 
 from tests.conftest import scratch_repo
 
-pytestmark = pytest.mark.slow
+# outputs and DVC, not MLflow: stages run without MLflow runs (tests/conftest.py)
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("without_mlflow")]
 TASKS = "[ud_pos,wic]"
 
 

@@ -12,7 +12,8 @@ from ctxrep.training.curves import is_point
 from ctxrep.report.inputs import read_curve, read_eval_curve
 from tests.conftest import copy_run, kill_stage_when, run_stage, tree_hash
 
-pytestmark = pytest.mark.slow
+# outputs and DVC, not MLflow: stages run without MLflow runs (tests/conftest.py)
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("without_mlflow")]
 
 
 @pytest.fixture

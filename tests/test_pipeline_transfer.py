@@ -7,7 +7,8 @@ import pytest
 from ctxrep.report.inputs import read_eval_curve
 from tests.conftest import compose, copy_run, kill_stage_when, run_stage, tree_hash
 
-pytestmark = pytest.mark.slow
+# outputs and DVC, not MLflow: stages run without MLflow runs (tests/conftest.py)
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("without_mlflow")]
 CELL = ["sst2", "elmo"]
 CKPT = "data/checkpoints/transfer/sst2/elmo"
 METRICS = "metrics/transfer/sst2/elmo.json"

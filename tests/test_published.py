@@ -21,6 +21,9 @@ from ctxrep import config
 from ctxrep.config import composition
 from tests.conftest import REPO, run_stage, scratch_repo
 
+# outputs and DVC, not MLflow: stages run without MLflow runs (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("without_mlflow")
+
 ELMO_FIXTURE = REPO.parent / "shared" / "fixtures" / "elmo-allennlp"
 # Cased, and unlike the corpus tokenizer's vocabulary: "I" and "Know" exist, "i" does not.
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "I", "do", "n", "'", "t", "Know", "know",

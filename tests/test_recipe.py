@@ -30,7 +30,8 @@ import pytest
 from tests.conftest import (REPO, compose, copy_run, dvc, made_once, make_sentence, run_stage,
                             scratch_repo, src_env, tree_hash)
 
-pytestmark = pytest.mark.slow
+# outputs and DVC, not MLflow: stages run without MLflow runs (tests/conftest.py)
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("without_mlflow")]
 
 NEW_TASKS = ("cola", "mrpc", "chunk", "stsb")
 REPO_TESTS = Path(__file__).resolve().parent

@@ -8,6 +8,9 @@ import pytest
 
 from ctxrep.data import registry, sources, tasks
 
+# outputs and DVC, not MLflow: stages run without MLflow runs (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("without_mlflow")
+
 
 def test_mirror_serves_and_manifest_records_hashes(mirror_env, tmp_path):
     manifest = sources.fetch(tasks.dataset("sst2"), "auto", {}, tmp_path / "sst2", verify_sha256=False)

@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 
 def test_a_run_left_running_by_kill_9_is_marked_killed_by_the_next_start(tmp_path, monkeypatch):
     import mlflow
@@ -252,3 +254,31 @@ def test_a_stage_process_on_a_full_disk_exits_28_with_one_line_and_no_traceback(
     assert line.endswith(f"tokenize: no space left on device while writing "
                          f"data/tokenized/shard-0.arrow: free space (df -h "
                          f"{tmp_path / 'data/tokenized'}) and rerun; completed outputs are kept")
+
+
+@pytest.mark.slow
+def test_ctxrep_mlflow_0_runs_a_stage_without_mlflow_and_with_the_same_outputs(tiny_mirror, tmp_path):
+    import filecmp
+
+    import mlflow
+
+    from tests.conftest import run_stage, scratch_repo
+
+    outputs = {}
+    for switch in ("1", "0"):
+        (tmp_path / f"mlflow-{switch}").mkdir()
+        repo = scratch_repo(tmp_path / f"mlflow-{switch}", "tiny")
+        env = {"CTXREP_DATA_MIRROR": str(tiny_mirror), "CTXREP_MLFLOW": switch}
+        proc = run_stage(repo, "locate_data.py", env=env)
+        outputs[switch] = repo / "data/sources"
+        client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{repo / 'mlflow.db'}")
+        exp = client.get_experiment_by_name("ctxrep")
+        runs = client.search_runs([exp.experiment_id]) if exp else []
+        if switch == "1":
+            assert [r.info.run_name for r in runs if r.data.tags.get("run_kind") == "stage"] == ["locate_data"]
+        else:
+            assert runs == [] and "no MLflow run (CTXREP_MLFLOW=0)" in proc.stderr
+    same = filecmp.dircmp(outputs["1"], outputs["0"])
+    assert not (same.diff_files or same.left_only or same.right_only), "outputs differ"
+    if not any(outputs["1"].iterdir()):
+        pytest.fail("locate_data wrote nothing to compare")

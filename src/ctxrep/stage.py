@@ -164,6 +164,10 @@ def _stage(name: str, section: str | None, track: bool,
     logged = {"profile": profile, **(logged_params or {})}
     if sec is not None:
         logged[section] = config.as_dict(sec)
+    if track and not tracking.enabled():
+        log.info("%s: no MLflow run (%s=%s)", name, tracking.SWITCH_ENV,
+                 os.environ[tracking.SWITCH_ENV])
+        track = False
     try:
         if track:
             # The pipeline run records every param; read around the params trace (these are

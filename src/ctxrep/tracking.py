@@ -50,6 +50,15 @@ EXPERIMENT = "ctxrep"
 # Set by `make repro` (ctxrep.repro) to a fresh id per pipeline run; see pipeline_key().
 PIPELINE_ENV = "CTXREP_PIPELINE_RUN"
 PARENT_TAG = "mlflow.parentRunId"
+# CTXREP_MLFLOW=0 runs the stages without MLflow runs (DVC still records everything, and every
+# output is the same): for quick iterations, and the tests whose assertions are about outputs.
+# Opening a stage's run costs a few seconds (MLflow's import and its SQLite store).
+SWITCH_ENV = "CTXREP_MLFLOW"
+
+
+def enabled() -> bool:
+    """Whether stages log MLflow runs (on unless ``CTXREP_MLFLOW`` is 0, false or off)."""
+    return os.environ.get(SWITCH_ENV, "1").strip().lower() not in ("0", "false", "off")
 
 
 def repo_root(start: Path | None = None) -> Path:
