@@ -8,7 +8,7 @@ import sys
 from ctxrep import config
 from ctxrep.io import write_json
 from ctxrep.stage import stage
-from ctxrep.transfer.baselines import BASELINES, run_baselines
+from ctxrep.transfer.baseline_cell import BASELINES, run_baselines
 
 task = sys.argv[1]
 with stage(f"baseline@{task}", None) as ctx:
