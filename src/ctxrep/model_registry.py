@@ -98,7 +98,8 @@ def register_bert(run, model_dir: Path | str, profile: str | None = None):
 
         _check_active(run)
         tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
-        if has_mlm_head(model_dir):
+        mlm_head = has_mlm_head(model_dir)
+        if mlm_head:
             model, loading = BertForMaskedLM.from_pretrained(str(model_dir), output_loading_info=True)
             if loading["missing_keys"]:  # never a fresh head registered as if pretrained
                 raise ValueError(f"{model_dir}: its MLM head lacks {sorted(loading['missing_keys'])}")
@@ -111,7 +112,7 @@ def register_bert(run, model_dir: Path | str, profile: str | None = None):
             {"model": model.eval(), "tokenizer": tokenizer}, name="bert", task=task,
             pip_requirements=_BERT_REQUIREMENTS)
         extra = {"task": task, "hf_architecture": type(model).__name__,
-                 "mlm_head": str(task == "fill-mask").lower()}
+                 "mlm_head": str(mlm_head).lower()}
         return _register(run, info.model_uri, BERT_NAME, model_dir, profile, extra,
                          f"{note}; task {task}. Load: mlflow.pyfunc.load_model(uri).predict(texts)")
     except Exception as e:  # noqa: BLE001 — the model is written; its record must not undo that
