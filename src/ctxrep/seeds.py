@@ -9,8 +9,13 @@ counter (the step, the epoch, the micro-batch), and draws from
     seed(purpose, base, counter) = base * purpose.stride + counter
 
 So a stream is a pure function of (base, counter): a run resumed at step k replays steps k..
-exactly, and two bases never share a stream's seeds for counters below the stride. The strides
-are primes (or 1) and are part of the results: every output of the pipeline depends on these
+exactly. With a prime stride, two bases share no seed for counters below the stride; the
+stride-1 streams (BERT's epoch batches, its held-out instances) are ``base + counter``, so base
+5 at epoch 1 draws what base 6 draws at epoch 0, and ``BERT_HELDOUT`` equals ``BERT_BATCHES`` at
+epoch 1. ``STEP_DROPOUT`` and ``BERT_MASKING`` share a stride, so with one micro-batch per step
+BERT's dropout and its masks start from the same seed (one seeds torch's global generator, the
+other a generator of its own). These overlaps are old and harmless, and the strides
+are part of the results: every output of the pipeline depends on these
 exact numbers, so an existing stream's stride never changes; a new purpose gets a new
 :class:`Stream` here. What must be the same in every run (which examples a task keeps, which go
 to dev, how an untrained control is initialised) uses a fixed seed, the constants below.
@@ -71,3 +76,5 @@ RANDOM_INIT = 0
 # ctxrep.models.bert_import: the parts a published checkpoint lacks, initialised the same way on
 # every import.
 IMPORT_FRESH_INIT = 0
+# ctxrep.analysis.bootstrap: the resamples of every confidence interval.
+BOOTSTRAP = 20_260_101

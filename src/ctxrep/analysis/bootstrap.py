@@ -41,7 +41,9 @@ from functools import cache
 
 import numpy as np
 
-BOOTSTRAP_SEED = 20_260_101
+from ctxrep import seeds
+
+BOOTSTRAP_SEED = seeds.BOOTSTRAP
 
 # (metric module, key of its output) → the per-example statistic that sums to it
 STATISTIC = {("accuracy", "accuracy"): "accuracy", ("macro_f1", "macro_f1"): "macro_f1",

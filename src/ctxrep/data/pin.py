@@ -60,7 +60,6 @@ def write_pins(task: str, pins: dict[str, str], module_file: Path | None = None)
     return path
 
 
-
 def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("task", help="a task of the registry whose mirror files to pin")
     ap.add_argument("--print", action="store_true", dest="print_only",

@@ -34,7 +34,7 @@ _SHARED_CONFIG_KEYS = (
 
 # What Hugging Face's BertConfig takes for a key that a config.json leaves out (`save_pretrained`
 # writes only what differs from these): BERT-base's sizes, as transformers defines them.
-HF_BERT_DEFAULTS = dict(vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+HF_BERT_DEFAULTS = dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
                         intermediate_size=3072, max_position_embeddings=512, type_vocab_size=2,
                         hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
                         layer_norm_eps=1e-12, initializer_range=0.02, pad_token_id=0)
@@ -188,6 +188,8 @@ def config_from_hf(hf_config: dict) -> BertConfig:
         raise ValueError(f"position_embedding_type: only 'absolute' is supported, got {found!r}")
     if hf_config.get("is_decoder", False) or hf_config.get("add_cross_attention", False):
         raise ValueError("is_decoder: only the bidirectional BERT encoder is supported")
+    if hf_config.get("vocab_size") is None:
+        raise ValueError("vocab_size: missing from the checkpoint's config.json")
     known = {key: hf_config[key] for key in _SHARED_CONFIG_KEYS if hf_config.get(key) is not None}
     return BertConfig(**{**HF_BERT_DEFAULTS, **known}, pre_layer_norm=False).validate()
 

@@ -1,5 +1,5 @@
-"""Import published ELMo weights: bilm-tf / AllenNLP ``options.json`` + ``*_weights.hdf5``;
-and export a ctxrep biLM to that layout. This module maps between that layout and a ``BiLM``
+"""The bilm-tf / AllenNLP layout of ELMo weights (``options.json`` + ``*_weights.hdf5``) and a
+ctxrep ``BiLM``, mapped both ways
 (:func:`load_bilm_tf`, :func:`tf_options`, :func:`tf_datasets`); the saved Elmo model
 directories on either side are :mod:`ctxrep.models.elmo`'s (``import_elmo``, ``export_elmo``):
 

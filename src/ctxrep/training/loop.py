@@ -59,7 +59,7 @@ class LoopConfig:
 
     @classmethod
     def from_params(cls, section) -> LoopConfig:
-        """Every key of a pretraining params section's loop keys (``ctxrep.config.LoopParams``)."""
+        """The loop keys of a pretraining params section (``ctxrep.config.LoopParams``)."""
         return cls(**{f.name: getattr(section, f.name) for f in dataclasses.fields(cls)})
 
     @classmethod

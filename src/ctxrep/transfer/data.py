@@ -10,6 +10,7 @@ import numpy as np
 
 from ctxrep import seeds
 from ctxrep.data import tasks as registered_tasks
+from ctxrep.data.readers import DataError
 from ctxrep.batching import bucket_by_length
 
 # Training batches of a task model hold examples of similar length, sorted within shuffled
@@ -41,7 +42,7 @@ def load_splits(task: str):
 
     manifest_path = task_dir(task) / "MANIFEST.json"
     if not manifest_path.exists():
-        raise FileNotFoundError(f"{manifest_path}: missing; run fetch_tasks@{task} first")
+        raise DataError(f"{manifest_path}: missing; run fetch_tasks@{task} first")
     manifest = verify(task_dir(task))
     if not manifest.get("available"):
         raise TaskUnavailable(manifest.get("reason", f"task {task} is unavailable"))
