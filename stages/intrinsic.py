@@ -12,19 +12,29 @@ from pathlib import Path
 
 from ctxrep import perplexity
 from ctxrep.config import ParamError
+from ctxrep.data.sources import verify
 from ctxrep.errors import InputError
 from ctxrep.io import atomic_dir
 from ctxrep.stage import stage
-from ctxrep.transfer.data import TaskUnavailable, load_splits
 
 MODELS = {"bilm": Path("data/models/bilm"), "bert": Path("data/models/bert")}
 OUT = Path("data/intrinsic")
 
 
+class Unavailable(Exception):
+    pass
+
+
 def sentences_of(task: str, split: str, limit: int) -> list[str]:
     """The split's first ``limit`` sentences as text: a tagging task's tokens joined by spaces,
     or the ``text`` field (and ``text_pair``, its own line) of a sentence task."""
-    dd = load_splits(task)
+    import datasets
+
+    folder = Path("data/raw/tasks") / task
+    manifest = verify(folder)
+    if not manifest.get("available"):
+        raise Unavailable(f"`{task}` is unavailable here: {manifest.get('reason')}")
+    dd = datasets.load_from_disk(str(folder / "dataset"))
     if split not in dd:
         raise ParamError("intrinsic.split", split, f"a split of {task}: {sorted(dd)}")
     rows = dd[split]
@@ -46,8 +56,8 @@ with stage("intrinsic", "intrinsic") as ctx:
     result = {"text": {"task": p.task, "split": p.split, "path": str(text)}}
     try:
         lines = sentences_of(p.task, p.split, p.max_sentences)
-    except TaskUnavailable as e:  # a machine without the task: recorded, the pipeline goes on
-        lines, result["text"]["unavailable"] = [], f"`{p.task}` is unavailable here: {e}"
+    except Unavailable as e:  # a machine without the task: recorded, the pipeline goes on
+        lines, result["text"]["unavailable"] = [], str(e)
     with atomic_dir(OUT) as tmp:
         if lines:
             (tmp / text.name).write_text("\n".join(lines) + "\n", encoding="utf-8")
