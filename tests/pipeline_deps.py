@@ -29,6 +29,17 @@ def module_file(src: Path, module: str) -> Path | None:
     return None
 
 
+def from_base(node: ast.ImportFrom, package: str) -> str:
+    """The absolute module a ``from ... import`` names, its relative dots resolved against
+    ``package`` (the importing module's package)."""
+    base = node.module or ""
+    if node.level:
+        parts = package.split(".")
+        parts = parts[: len(parts) - node.level + 1]
+        base = ".".join(parts + ([base] if base else []))
+    return base
+
+
 def _imported_modules(path: Path, src: Path) -> set[str]:
     """Every ctxrep module a file imports, at module level or inside a function."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
@@ -39,11 +50,7 @@ def _imported_modules(path: Path, src: Path) -> set[str]:
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")
-                parts = parts[: len(parts) - node.level + 1]
-                base = ".".join(parts + ([base] if base else []))
+            base = from_base(node, package)
             found.add(base)
             found |= {f"{base}.{a.name}" for a in node.names}  # `from pkg import module`
     return {m for m in found if m == PACKAGE or m.startswith(PACKAGE + ".")}

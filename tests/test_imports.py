@@ -16,6 +16,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from tests.pipeline_deps import from_base
+
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = "ctxrep"
 
@@ -49,11 +51,7 @@ def imported_modules(name: str, path: Path, known: dict) -> set[str]:
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")
-                parts = parts[: len(parts) - node.level + 1]
-                base = ".".join(parts + ([base] if base else []))
+            base = from_base(node, package)
             # `from a import b`: the submodule a.b if there is one, else a name in a
             targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base
                        for alias in node.names]
