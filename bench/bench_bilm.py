@@ -10,8 +10,12 @@ bf16 with --bf16). The peer is the same network with the same weights written in
 the char-CNN once per distinct word, so it also prints the hardware FLOP utilisation (the FLOPs
 actually executed). Both are timed in one process, their repeats interleaved.
 
-    python bench/bench_bilm.py                        # the default profile's sizes, beside the peer
-    python bench/bench_bilm.py --cell-clip 3 --json bench/results/bilm.json
+    python bench/bench_bilm.py                        # the default profile's biLM and batch, beside the peer
+    python bench/bench_bilm.py --batch-size 64 --json bench/results/bilm-b64.json
+
+Every default is the default profile's value (``conf/config.yaml``: ``pretrain_bilm`` sizes,
+batch size, dropout and softmax; ``tokenize.word_vocab_size``), read through
+``ctxrep.config.composition.defaults``, so "the default sizes" cannot drift from the pipeline.
 """
 
 from __future__ import annotations
@@ -26,10 +30,11 @@ from contextlib import nullcontext
 
 import torch
 
+from ctxrep.config.composition import defaults
 from ctxrep.io import write_json
 from ctxrep.models.bilm import BiLM, BiLMConfig, CharCNN, flops_per_token, token_encoder_flops
 from ctxrep.text.elmo_chars import batch_to_char_ids
-from mfu import peak_matmul_flops, synchronize  # bench/mfu.py (run as a script)
+from mfu import matmul_flops, peak_matmul_flops, synchronize  # bench/mfu.py (run as a script)
 
 
 def parse_filters(text: str) -> list[list[int]]:
@@ -38,19 +43,22 @@ def parse_filters(text: str) -> list[list[int]]:
 
 
 def parse_args() -> argparse.Namespace:
+    bilm, vocab_size = defaults("pretrain_bilm"), defaults("tokenize").word_vocab_size
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--projection-dim", type=int, default=128)
-    p.add_argument("--cell-dim", type=int, default=512)
-    p.add_argument("--n-layers", type=int, default=2)
-    p.add_argument("--filters", type=parse_filters, default=parse_filters("1:32,2:32,3:64,4:64,5:64"),
-                   help="char-CNN filters as width:n pairs (default: the default profile, 256 filters)")
-    p.add_argument("--n-highway", type=int, default=1)
-    p.add_argument("--cell-clip", type=float, default=None, help="clip cell and projection (explicit LSTM loop)")
-    p.add_argument("--vocab-size", type=int, default=20000)
-    p.add_argument("--softmax", choices=["full", "sampled"], default="sampled")
-    p.add_argument("--n-negatives", type=int, default=2048)
-    p.add_argument("--dropout", type=float, default=0.1)
-    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--projection-dim", type=int, default=bilm.projection_dim)
+    p.add_argument("--cell-dim", type=int, default=bilm.cell_dim)
+    p.add_argument("--n-layers", type=int, default=bilm.n_layers)
+    p.add_argument("--filters", type=parse_filters, default=bilm.filters, help="char-CNN filters as width:n pairs")
+    p.add_argument("--n-highway", type=int, default=bilm.n_highway)
+    p.add_argument("--cell-clip", type=float, default=bilm.cell_clip,
+                   help="clip cell and projection (explicit LSTM loop)")
+    p.add_argument("--char-embed-dim", type=int, default=bilm.char_embed_dim)
+    p.add_argument("--activation", choices=["relu", "tanh"], default=bilm.activation)
+    p.add_argument("--vocab-size", type=int, default=vocab_size)
+    p.add_argument("--softmax", choices=["full", "sampled"], default=bilm.softmax)
+    p.add_argument("--n-negatives", type=int, default=bilm.n_negatives)
+    p.add_argument("--dropout", type=float, default=bilm.dropout)
+    p.add_argument("--batch-size", type=int, default=bilm.batch_size)
     p.add_argument("--seq-len", type=int, default=25, help="tokens per sentence, <S> and </S> included")
     p.add_argument("--steps", type=int, default=10, help="timed steps per repeat")
     p.add_argument("--repeats", type=int, default=3, help="timed rounds; the median is reported")
@@ -102,7 +110,7 @@ def main() -> None:
         vocab_size=args.vocab_size, filters=args.filters, n_highway=args.n_highway, projection_dim=args.projection_dim,
         cell_dim=args.cell_dim, n_layers=args.n_layers, cell_clip=args.cell_clip, proj_clip=args.cell_clip,
         dropout=args.dropout, softmax=args.softmax, n_negatives=args.n_negatives,
-        char_embed_dim=16, activation="relu",
+        char_embed_dim=args.char_embed_dim, activation=args.activation,
     ).validate()
     batch = make_batch(args, device)
     autocast = torch.autocast(device.type, dtype=torch.bfloat16) if args.bf16 else nullcontext()
@@ -182,6 +190,18 @@ def main() -> None:
                         "mfu": model_flops / peak, "hardware_flops_utilisation": executed / peak}
         rows += [(label, f"{1e3 * step_seconds:.1f} ms/step, {tokens_per_second:,.0f} tokens/s, "
                          f"MFU {100 * model_flops / peak:.1f}% (hardware FLOPs {100 * executed / peak:.1f}%)")]
+    # The LSTM's recurrence runs one matmul per time step on B rows: these shapes, not the
+    # peak's square one, bound what its third of the FLOPs can reach (backward adds the
+    # weight gradients, whose inner dimension is the batch).
+    B, P, C = args.batch_size, config.projection_dim, config.cell_dim
+    shapes = {"recurrent (B x P) @ (P x 4C)": (B, P, 4 * C), "projection (B x C) @ (C x P)": (B, C, P),
+              "recurrent weight grad (4C x B) @ (B x P)": (4 * C, B, P),
+              "projection weight grad (P x B) @ (B x C)": (P, B, C)}
+    result["lstm_step_matmuls"] = {}
+    for label, (m, k, n) in shapes.items():
+        rate = matmul_flops(m, k, n, device, torch.bfloat16 if args.bf16 else torch.float32)
+        result["lstm_step_matmuls"][label] = {"shape": [m, k, n], "flops_per_second": rate, "of_peak": rate / peak}
+        rows.append((f"  LSTM step: {label}", f"{rate / 1e9:.1f} GFLOP/s ({100 * rate / peak:.0f}% of peak)"))
     rows.append(("speed-up over the peer",
                  f"{result['ctxrep']['tokens_per_second'] / result['peer']['tokens_per_second']:.2f}x"))
     width = max(len(name) for name, _ in rows)
