@@ -11,7 +11,7 @@ the char-CNN once per distinct word, so it also prints the hardware FLOP utilisa
 actually executed). Both are timed in one process, their repeats interleaved.
 
     python bench/bench_bilm.py                        # the default profile's biLM and batch, beside the peer
-    python bench/bench_bilm.py --batch-size 64 --json bench/results/bilm-b64.json
+    python bench/bench_bilm.py --batch-size 64 --dropout 0.1 --json bench/results/bilm-b64.json
 
 Every default is the default profile's value (``conf/config.yaml``: ``pretrain_bilm`` sizes,
 batch size, dropout and softmax; ``tokenize.word_vocab_size``), read through
@@ -149,7 +149,8 @@ def main() -> None:
     # Training FLOPs of the char-CNN path per token, which ctxrep's encoder spends once per
     # distinct word of the batch rather than once per token.
     char_flops = 3 * token_encoder_flops(config)
-    peak = peak_matmul_flops(device, torch.bfloat16 if args.bf16 else torch.float32)
+    dtype = torch.bfloat16 if args.bf16 else torch.float32
+    peak = peak_matmul_flops(device, dtype)
     result = {
         "config": config.to_dict(),
         "batch_size": args.batch_size,
@@ -199,7 +200,7 @@ def main() -> None:
               "projection weight grad (P x B) @ (B x C)": (P, B, C)}
     result["lstm_step_matmuls"] = {}
     for label, (m, k, n) in shapes.items():
-        rate = matmul_flops(m, k, n, device, torch.bfloat16 if args.bf16 else torch.float32)
+        rate = matmul_flops(m, k, n, device, dtype)
         result["lstm_step_matmuls"][label] = {"shape": [m, k, n], "flops_per_second": rate, "of_peak": rate / peak}
         rows.append((f"  LSTM step: {label}", f"{rate / 1e9:.1f} GFLOP/s ({100 * rate / peak:.0f}% of peak)"))
     rows.append(("speed-up over the peer",

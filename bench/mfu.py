@@ -19,18 +19,7 @@ def synchronize(device: torch.device) -> None:
 def peak_matmul_flops(device: torch.device, dtype: torch.dtype = torch.float32, n: int = 2048,
                       seconds: float = 1.0) -> float:
     """Best observed FLOP/s of an n x n x n matmul (2 n^3 FLOPs), run for about ``seconds``."""
-    a = torch.randn(n, n, device=device, dtype=dtype)
-    b = torch.randn(n, n, device=device, dtype=dtype)
-    a @ b  # warm up the kernel choice
-    best, deadline = 0.0, time.perf_counter() + seconds
-    while time.perf_counter() < deadline:
-        synchronize(device)
-        start = time.perf_counter()
-        for _ in range(4):
-            a @ b
-        synchronize(device)
-        best = max(best, 4 * 2 * n**3 / (time.perf_counter() - start))
-    return best
+    return matmul_flops(n, n, n, device, dtype, seconds)
 
 
 def matmul_flops(m: int, k: int, n: int, device: torch.device, dtype: torch.dtype = torch.float32,
@@ -40,7 +29,7 @@ def matmul_flops(m: int, k: int, n: int, device: torch.device, dtype: torch.dtyp
     a = torch.randn(m, k, device=device, dtype=dtype)
     b = torch.randn(k, n, device=device, dtype=dtype)
     a @ b
-    repeats = max(1, int(2e8 // (2 * m * k * n)))  # ~0.2 GFLOP per timing, above the clock's grain
+    repeats = max(4, int(2e8 // (2 * m * k * n)))  # >= 0.2 GFLOP per timing, above the clock's grain
     best, deadline = 0.0, time.perf_counter() + seconds
     while time.perf_counter() < deadline:
         synchronize(device)
