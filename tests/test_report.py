@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import run_stage, scratch_repo
+from conftest import link_published, run_stage, scratch_repo
 from ctxrep.config import METHODS
 from ctxrep.report import ReportInputError, build_report, load_inputs, write_report
 from ctxrep.report.build import FIGURES_DIR, REPORT_PATH, SUMMARY_PATH
@@ -463,6 +463,7 @@ def test_mix_weights_are_normalised_then_averaged():
 @pytest.mark.slow
 def test_report_stage_end_to_end(tmp_path):
     repo = scratch_repo(tmp_path, "claims")  # a grid with sst2
+    link_published(repo)  # the claims profile's BERT is the published MiniLM
     make_repo(repo)
     proc = run_stage(repo, "report.py")
     assert "[report] done" in proc.stdout
