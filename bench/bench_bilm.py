@@ -8,7 +8,10 @@ token) over the peak matmul FLOP/s measured in this run (a large square matmul l
 bf16 with --bf16). The peer is the same network with the same weights written in plain
 ``torch.nn`` (``torch.nn.LSTM`` stacks, the char-CNN run on every token); ctxrep's encoder runs
 the char-CNN once per distinct word, so it also prints the hardware FLOP utilisation (the FLOPs
-actually executed). Both are timed in one process, their repeats interleaved.
+actually executed), and its LSTM layers run the C++ time loop of ``ctxrep.models.lstmp_cpu`` on
+CPU where the peer runs ``torch.nn.LSTM``. Both are timed in one process, their repeats
+interleaved. On CPU it also profiles each step and prints the time spent inside matmuls and
+convolutions: the MFU a step would reach if nothing else took time, the ceiling at these shapes.
 
     python bench/bench_bilm.py                        # the default profile's biLM and batch, beside the peer
     python bench/bench_bilm.py --batch-size 64 --dropout 0.1 --json bench/results/bilm-b64.json
@@ -32,8 +35,9 @@ import torch
 
 from ctxrep.config.composition import defaults
 from ctxrep.io import write_json
-from ctxrep.models.bilm import BiLM, BiLMConfig, CharCNN, flops_per_token, token_encoder_flops
+from ctxrep.models.bilm import BiLM, BiLMConfig, CharCNN, LstmWithProjection, flops_per_token, token_encoder_flops
 from ctxrep.text.elmo_chars import batch_to_char_ids
+from ctxrep.training.optim import make_optimizer
 from mfu import matmul_flops, peak_matmul_flops, synchronize  # bench/mfu.py (run as a script)
 
 
@@ -59,6 +63,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--n-negatives", type=int, default=bilm.n_negatives)
     p.add_argument("--dropout", type=float, default=bilm.dropout)
     p.add_argument("--batch-size", type=int, default=bilm.batch_size)
+    p.add_argument("--optimizer", choices=["adamw", "adagrad"], default=bilm.optimizer)
+    p.add_argument("--lr", type=float, default=bilm.lr)
+    p.add_argument("--weight-decay", type=float, default=bilm.weight_decay)
     p.add_argument("--seq-len", type=int, default=25, help="tokens per sentence, <S> and </S> included")
     p.add_argument("--steps", type=int, default=10, help="timed steps per repeat")
     p.add_argument("--repeats", type=int, default=3, help="timed rounds; the median is reported")
@@ -100,6 +107,32 @@ class PlainCharCNN(CharCNN):
         return tokens.view(B, T, -1) * mask.unsqueeze(-1)
 
 
+class PlainLstmWithProjection(LstmWithProjection):
+    """The peer's LSTM layer: ``torch.nn.LSTM(proj_size=P)`` on every device (cuDNN on GPU,
+    torch's own time loop on CPU), where ctxrep's layer runs its C++ time loop on CPU."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lstm(x)[0]
+
+
+# The ops whose self time is matmul or convolution arithmetic (torch.profiler names on CPU).
+MATMUL_AND_CONV_OPS = {"aten::mm", "aten::addmm", "aten::addmm_", "aten::bmm", "aten::baddbmm",
+                       "aten::mkldnn_convolution", "aten::convolution_backward"}
+
+
+def matmul_and_conv_ms(step, steps: int = 3) -> float:
+    """Milliseconds per step spent inside matmul and convolution kernels (CPU self time,
+    torch.profiler), after one unprofiled step."""
+    from torch.profiler import ProfilerActivity, profile
+
+    step()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(steps):
+            step()
+    self_us = sum(e.self_cpu_time_total for e in prof.key_averages() if e.key in MATMUL_AND_CONV_OPS)
+    return self_us / 1e3 / steps
+
+
 def main() -> None:
     args = parse_args()
     if args.threads:
@@ -118,9 +151,13 @@ def main() -> None:
     model = BiLM(config).to(device).train()
     peer = copy.deepcopy(model)
     peer.token_encoder.__class__ = PlainCharCNN  # same weights, every token encoded
+    for stack in (peer.forward_lm, peer.backward_lm):
+        for layer in stack.layers:
+            layer.__class__ = PlainLstmWithProjection
 
     # Interleaved repeats, so both see the same machine state; the median of each is reported.
-    optimizers = {name: torch.optim.AdamW(m.parameters(), lr=1e-3, fused=device.type == "cuda")
+    # the training rule's optimizer (AdamW, fused where torch has the kernel) for both
+    optimizers = {name: make_optimizer(m, args.optimizer, args.lr, args.weight_decay)
                   for name, m in (("ctxrep", model), ("peer", peer))}
     models = {"ctxrep": model, "peer": peer}
 
@@ -191,18 +228,27 @@ def main() -> None:
                         "mfu": model_flops / peak, "hardware_flops_utilisation": executed / peak}
         rows += [(label, f"{1e3 * step_seconds:.1f} ms/step, {tokens_per_second:,.0f} tokens/s, "
                          f"MFU {100 * model_flops / peak:.1f}% (hardware FLOPs {100 * executed / peak:.1f}%)")]
-    # The LSTM's recurrence runs one matmul per time step on B rows: these shapes, not the
-    # peak's square one, bound what its third of the FLOPs can reach (backward adds the
-    # weight gradients, whose inner dimension is the batch).
+    # The LSTM's time loop runs its matmuls one step at a time on B rows: these shapes, not the
+    # peak's square one, bound what that part of the FLOPs can reach. (ctxrep's kernel computes
+    # the input and weight-gradient matmuls over all steps at once, at the large shapes.)
     B, P, C = args.batch_size, config.projection_dim, config.cell_dim
-    shapes = {"recurrent (B x P) @ (P x 4C)": (B, P, 4 * C), "projection (B x C) @ (C x P)": (B, C, P),
-              "recurrent weight grad (4C x B) @ (B x P)": (4 * C, B, P),
-              "projection weight grad (P x B) @ (B x C)": (P, B, C)}
+    shapes = {"forward: recurrent (B x P) @ (P x 4C)": (B, P, 4 * C),
+              "forward: projection (B x C) @ (C x P)": (B, C, P),
+              "backward: recurrent (B x 4C) @ (4C x P)": (B, 4 * C, P),
+              "backward: projection (B x P) @ (P x C)": (B, P, C)}
     result["lstm_step_matmuls"] = {}
     for label, (m, k, n) in shapes.items():
         rate = matmul_flops(m, k, n, device, dtype)
         result["lstm_step_matmuls"][label] = {"shape": [m, k, n], "flops_per_second": rate, "of_peak": rate / peak}
-        rows.append((f"  LSTM step: {label}", f"{rate / 1e9:.1f} GFLOP/s ({100 * rate / peak:.0f}% of peak)"))
+        rows.append((f"  LSTM step, {label}", f"{rate / 1e9:.1f} GFLOP/s ({100 * rate / peak:.0f}% of peak)"))
+    if device.type == "cpu":
+        # What the step would reach if only its matmuls and convolutions took time, as they ran in it.
+        for name in models:
+            kernel_ms = matmul_and_conv_ms(lambda n=name: step(n))
+            ceiling = flops_per_token(config) * tokens_per_step / (kernel_ms / 1e3) / peak
+            result[name].update(matmul_and_conv_ms=kernel_ms, mfu_if_only_matmuls_took_time=ceiling)
+            rows.append((f"{name}: matmuls + convolutions", f"{kernel_ms:.1f} ms of the step's "
+                         f"{result[name]['step_ms']:.1f}; MFU {100 * ceiling:.1f}% if nothing else took time"))
     rows.append(("speed-up over the peer",
                  f"{result['ctxrep']['tokens_per_second'] / result['peer']['tokens_per_second']:.2f}x"))
     width = max(len(name) for name, _ in rows)

@@ -36,6 +36,7 @@ def train(ctx, p) -> None:
     device = default_device(dist)
     torch.manual_seed(p.seed)
     model = BiLM(model_config).to(device)
+    ctx.tag("lstm_implementation", model.lstm_implementation(device))
     types = WordTypes(vocab)
     train = load_sentences(corpus, "train", types)
     heldout = load_sentences(corpus, "validation", types, max_sentences=p.eval_sentences)

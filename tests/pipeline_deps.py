@@ -1,5 +1,6 @@
 """What each DVC stage really depends on, derived from the code: its transitive ``ctxrep``
-imports. The tests in ``test_dvc_record.py`` compare this with ``dvc.yaml``."""
+imports, and the C++ source a reached module compiles. The tests in ``test_dvc_record.py``
+compare this with ``dvc.yaml``."""
 
 from __future__ import annotations
 
@@ -76,6 +77,8 @@ def transitive_files(entry: Path, src: Path) -> set[Path]:
         folder = src / PACKAGE / name
         if folder / "__init__.py" in seen:
             seen |= {p for p in folder.rglob("*.py")}
+    # A module that compiles a native kernel keeps its source beside it (``x.py`` builds ``x.cpp``).
+    seen |= {p.with_suffix(".cpp") for p in seen if p.with_suffix(".cpp").exists()}
     return seen
 
 

@@ -51,6 +51,18 @@ def test_a_new_import_that_dvc_yaml_does_not_list_is_caught(tmp_path):
                for p in code_dep_problems(tmp_path))
 
 
+
+def test_the_cpp_source_of_a_compiled_kernel_is_a_dep_of_every_stage_that_runs_it(tmp_path):
+    # ctxrep.models.lstmp_cpu compiles lstmp_cpu.cpp at run time: editing the C++ changes what
+    # pretrain_bilm computes, so DVC must see it.
+    assert "src/ctxrep/models/lstmp_cpu.cpp" in yaml.safe_load((REPO / "dvc.yaml").read_text())[
+        "stages"]["pretrain_bilm"]["deps"]
+    shutil.copy2(REPO / "dvc.yaml", tmp_path / "dvc.yaml")
+    shutil.copytree(REPO / "stages", tmp_path / "stages")
+    shutil.copytree(REPO / "src", tmp_path / "src", ignore=shutil.ignore_patterns("*.egg-info"))
+    (tmp_path / "src/ctxrep/neighbors.cpp").write_text("// a kernel beside a module\n")
+    assert "neighbors: runs src/ctxrep/neighbors.cpp, which its deps do not list" in code_dep_problems(tmp_path)
+
 def test_every_declared_param_exists_in_params_yaml():
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     for name, body in _stages(REPO).items():

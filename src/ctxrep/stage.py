@@ -91,6 +91,11 @@ class StageContext:
         if self.run:
             self.run.log_params(params)
 
+    def tag(self, key: str, value: str) -> None:
+        """A fact about how this run ran (e.g. which kernel ran the LSTMs), as an MLflow tag."""
+        if self.run:
+            self.run.set_tag(key, value)
+
     def write_metrics(self, path: Path | str, metrics: dict) -> None:
         """Small metrics JSON for ``dvc metrics``, also logged to MLflow."""
         write_json(path, metrics)

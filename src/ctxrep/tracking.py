@@ -216,6 +216,9 @@ class StageRun:
     def log_params(self, params: dict) -> None:
         _log_params(self.client, self.run_id, params)
 
+    def set_tag(self, key: str, value: str) -> None:
+        self.client.set_tag(self.run_id, key, value)
+
     def log_artifact(self, path: Path | str, artifact_path: str | None = None,
                      run_id: str | None = None) -> None:
         """A file, or a folder (as ``<artifact_path>/<its name>/``), under ``artifact_path``."""

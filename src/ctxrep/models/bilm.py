@@ -43,6 +43,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from ctxrep.errors import InputError
+from ctxrep.models import lstmp_cpu
 from ctxrep.models.highway import Highway
 from ctxrep.text.elmo_chars import MAX_WORD_LENGTH, N_CHAR_IDS
 
@@ -223,8 +224,9 @@ class LstmWithProjection(nn.Module):
         c_t = sigmoid(f) * c_{t-1} + sigmoid(i) * tanh(g)             clipped to [-cell_clip, cell_clip]
         h_t = W_hr (sigmoid(o) * tanh(c_t))                           (width P), clipped to [-proj_clip, proj_clip]
 
-    Without clipping this is exactly ``torch.nn.LSTM(proj_size=P)`` and runs as one fused call
-    (cuDNN on GPU). With clipping, the same parameters run through the explicit loop below.
+    Without clipping this is exactly ``torch.nn.LSTM(proj_size=P)``: on GPU one cuDNN call, on CPU
+    (fp32) the C++ time loop of ``lstmp_cpu``, which is faster than torch's there. With clipping,
+    the same parameters run through the explicit loop below.
     """
 
     def __init__(self, input_dim: int, cell_dim: int, projection_dim: int,
@@ -239,9 +241,11 @@ class LstmWithProjection(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(B, T, input_dim) -> (B, T, P); the state at t depends on x_1..x_t only."""
-        if self.cell_clip is None and self.proj_clip is None:
-            return self.lstm(x)[0]
-        return self._forward_clipped(x)
+        if self.cell_clip is not None or self.proj_clip is not None:
+            return self._forward_clipped(x)
+        if lstmp_cpu.applies(x):
+            return lstmp_cpu.lstmp(x, self.lstm)
+        return self.lstm(x)[0]
 
     def _forward_clipped(self, x: torch.Tensor) -> torch.Tensor:
         lstm = self.lstm
@@ -406,6 +410,14 @@ class BiLM(nn.Module):
             self.softmax = nn.Linear(config.projection_dim, config.vocab_size)
             nn.init.normal_(self.softmax.weight, std=config.projection_dim**-0.5)
             nn.init.zeros_(self.softmax.bias)
+
+    def lstm_implementation(self, device: torch.device) -> str:
+        """What runs the LSTM layers' time loop on ``device`` (fp32): for a run's record."""
+        if self.config.cell_clip is not None or self.config.proj_clip is not None:
+            return "explicit loop (clipping)"
+        if device.type == "cpu" and lstmp_cpu.kernel() is not None:
+            return "ctxrep.models.lstmp_cpu (C++)"
+        return "torch.nn.LSTM"
 
     def num_parameters(self, include_softmax: bool = True) -> int:
         n = sum(p.numel() for p in self.parameters())

@@ -1,0 +1,90 @@
+"""The biLM's CPU LSTM kernel (ctxrep.models.lstmp_cpu): the same function as torch.nn.LSTM with a
+projection, values and every gradient, and a working fallback where it cannot be built."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+from ctxrep.models import lstmp_cpu
+from ctxrep.models.bilm import LstmWithProjection
+
+
+def layer_and_input(batch=3, steps=7, seed=0):
+    torch.manual_seed(seed)
+    layer = LstmWithProjection(6, 12, 4)
+    x = torch.randn(batch, steps, 6, requires_grad=True)
+    return layer, x
+
+
+def values_and_gradients(layer, x, run):
+    out = run(x)
+    weights = torch.randn(out.shape, generator=torch.Generator().manual_seed(1))
+    return out, torch.autograd.grad((out * weights).sum(), [x, *layer.lstm.parameters()])
+
+
+def test_the_kernel_builds_here():
+    # Every other test of this file compares the kernel with torch: on a machine where it did not
+    # build they would compare torch with itself. CI has g++ and ninja, so this must hold there.
+    assert lstmp_cpu.kernel() is not None
+
+
+@pytest.mark.parametrize("batch,steps", [(3, 7), (1, 1), (16, 25)])
+def test_kernel_matches_torch_lstm_values_and_gradients(batch, steps):
+    layer, x = layer_and_input(batch, steps)
+    assert lstmp_cpu.applies(x)
+    out, grads = values_and_gradients(layer, x, layer)  # the kernel
+    ref_out, ref_grads = values_and_gradients(layer, x, lambda v: layer.lstm(v)[0])
+    torch.testing.assert_close(out, ref_out, atol=1e-6, rtol=1e-5)
+    names = ["x"] + [name for name, _ in layer.lstm.named_parameters()]
+    for name, got, want in zip(names, grads, ref_grads):
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4, msg=lambda m, n=name: f"d/d{n}: {m}")
+
+
+def test_kernel_is_causal_and_deterministic():
+    layer, x = layer_and_input()
+    with torch.no_grad():
+        out = layer(x)
+        changed = x.clone()
+        changed[:, 4] += 1.0
+        moved = layer(changed)
+        assert torch.equal(out, layer(x))  # bitwise the same on a second call
+    assert torch.equal(out[:, :4], moved[:, :4])  # steps before the change do not see it
+    assert not torch.allclose(out[:, 4:], moved[:, 4:])
+
+
+def test_the_two_bias_gradients_are_separate_tensors():
+    layer, x = layer_and_input()
+    layer(x).sum().backward()
+    b_ih, b_hh = layer.lstm.bias_ih_l0.grad, layer.lstm.bias_hh_l0.grad
+    assert torch.equal(b_ih, b_hh) and b_ih.data_ptr() != b_hh.data_ptr()
+
+
+def test_outside_fp32_cpu_the_layer_runs_torch_lstm():
+    layer, x = layer_and_input()
+    assert not lstmp_cpu.applies(x.double())
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert not lstmp_cpu.applies(x)
+    layer.double()
+    torch.testing.assert_close(layer(x.double()), layer.lstm(x.double())[0], atol=0, rtol=0)
+
+
+def test_a_failed_build_warns_once_and_falls_back_to_torch(monkeypatch):
+    from torch.utils import cpp_extension
+
+    def no_compiler(*args, **kwargs):
+        raise RuntimeError("compiler not found\nError building extension 'ctxrep_lstmp_cpu'")
+
+    monkeypatch.setattr(cpp_extension, "load", no_compiler)
+    lstmp_cpu.kernel.cache_clear()
+    try:
+        layer, x = layer_and_input()
+        with pytest.warns(UserWarning, match="could not be built .*Error building extension.*torch.nn.LSTM"):
+            assert not lstmp_cpu.applies(x)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # said once, not at every call
+            torch.testing.assert_close(layer(x), layer.lstm(x)[0], atol=0, rtol=0)
+    finally:
+        lstmp_cpu.kernel.cache_clear()  # the next caller builds (loads the cached build) again
