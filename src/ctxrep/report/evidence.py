@@ -269,7 +269,8 @@ def not_judged(judgements: list[Judgement], inputs: ReportInputs | None = None) 
                        f"({LEARNING_CURVE_SOURCE}): {why}")
     if not reasons:
         return []
-    return ["", "Not judged in this run (`make repro PROFILE=claims` runs them all):", ""] + [
+    return ["", "Not judged in this run (`make repro PROFILE=claims` judges every claim its four tasks "
+                "can; `elmo-io`'s, for SQuAD and SNLI, needs the `full` profile):", ""] + [
         f"- {r}" for r in reasons]
 
 
