@@ -235,13 +235,14 @@ class LstmWithProjection(nn.Module):
         self.lstm = nn.LSTM(input_dim, cell_dim, proj_size=projection_dim, batch_first=True)
         self.cell_clip = cell_clip
         self.proj_clip = proj_clip
+        self.clipped = cell_clip is not None or proj_clip is not None
         with torch.no_grad():  # forget-gate bias 1: remember by default (Jozefowicz et al. 2015)
             self.lstm.bias_ih_l0[cell_dim : 2 * cell_dim].fill_(1.0)
             self.lstm.bias_hh_l0[cell_dim : 2 * cell_dim].zero_()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(B, T, input_dim) -> (B, T, P); the state at t depends on x_1..x_t only."""
-        if self.cell_clip is not None or self.proj_clip is not None:
+        if self.clipped:
             return self._forward_clipped(x)
         if lstmp_cpu.applies(x):
             return lstmp_cpu.lstmp(x, self.lstm)
@@ -413,9 +414,10 @@ class BiLM(nn.Module):
 
     def lstm_implementation(self, device: torch.device) -> str:
         """What runs the LSTM layers' time loop on ``device`` (fp32): for a run's record."""
-        if self.config.cell_clip is not None or self.config.proj_clip is not None:
+        # the test LstmWithProjection.forward makes, asked of a layer and an fp32 tensor on device
+        if self.forward_lm.layers[0].clipped:
             return "explicit loop (clipping)"
-        if device.type == "cpu" and lstmp_cpu.kernel() is not None:
+        if lstmp_cpu.applies(torch.empty(0, device=device)):
             return "ctxrep.models.lstmp_cpu (C++)"
         return "torch.nn.LSTM"
 
