@@ -191,6 +191,27 @@ def test_checkpoint_keys_change_with_the_code(monkeypatch):
     assert checkpoints.run_key({"lr": 0.1}, {"data": "x"}) != key
 
 
+def test_the_code_fingerprint_covers_the_cpp_kernel(tmp_path, monkeypatch):
+    """The biLM's C++ LSTM kernel is part of the program: editing it must move the key too."""
+    import shutil
+
+    package = tmp_path / "ctxrep"
+    (package / "training").mkdir(parents=True)
+    (package / "models").mkdir()
+    shutil.copy2(checkpoints.__file__, package / "training" / "checkpoints.py")
+    kernel = package / "models" / "lstmp_cpu.cpp"
+    kernel.write_text("// one kernel\n")
+    monkeypatch.setattr(checkpoints, "__file__", str(package / "training" / "checkpoints.py"))
+    checkpoints.code_fingerprint.cache_clear()
+    try:
+        before = checkpoints.code_fingerprint()
+        kernel.write_text("// another kernel\n")
+        checkpoints.code_fingerprint.cache_clear()
+        assert checkpoints.code_fingerprint() != before
+    finally:
+        checkpoints.code_fingerprint.cache_clear()
+
+
 def test_library_progress_bars_never_reach_a_stage_log(tmp_path):
     """datasets' "Saving the dataset" and transformers' bars were carriage-return redraws in
     `make repro`'s log: a stage turns them off, also when the library was imported first."""

@@ -63,10 +63,10 @@ def run_key(*parts) -> str:
 
 @functools.lru_cache(maxsize=1)
 def code_fingerprint() -> str:
-    """sha256 over the ctxrep package's Python files (paths and bytes): resuming a checkpoint
-    written by other code would mix two programs in one run."""
+    """sha256 over the ctxrep package's source files, Python and the C++ it compiles (paths and
+    bytes): resuming a checkpoint written by other code would mix two programs in one run."""
     root = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
+    for path in sorted([*root.rglob("*.py"), *root.rglob("*.cpp")]):
         digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
