@@ -111,8 +111,9 @@ class PlainLstmWithProjection(LstmWithProjection):
     """The peer's LSTM layer: ``torch.nn.LSTM(proj_size=P)`` on every device (cuDNN on GPU,
     torch's own time loop on CPU), where ctxrep's layer runs its C++ time loop on CPU."""
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.lstm(x)[0]
+    @staticmethod
+    def run_together(layers: list[LstmWithProjection], xs: list[torch.Tensor]) -> list[torch.Tensor]:
+        return [layer.lstm(x)[0] for layer, x in zip(layers, xs)]  # one after the other
 
 
 # The ops whose self time is matmul or convolution arithmetic (torch.profiler names on CPU).

@@ -88,3 +88,19 @@ def test_a_failed_build_warns_once_and_falls_back_to_torch(monkeypatch):
             torch.testing.assert_close(layer(x), layer.lstm(x)[0], atol=0, rtol=0)
     finally:
         lstmp_cpu.kernel.cache_clear()  # the next caller builds (loads the cached build) again
+
+
+def test_two_layers_at_once_match_torch_lstm_each():
+    # The biLM runs layer l of both directions in one call, each on its own thread: the path
+    # where autograd's per-thread state and the threads' own matmuls could differ from one layer.
+    (first, x), (second, y) = layer_and_input(16, 25, seed=0), layer_and_input(16, 25, seed=1)
+    outputs = LstmWithProjection.run_together([first, second], [x, y])
+    weights = [torch.randn(out.shape, generator=torch.Generator().manual_seed(k)) for k, out in enumerate(outputs)]
+    inputs = [x, *first.lstm.parameters(), y, *second.lstm.parameters()]
+    grads = torch.autograd.grad(sum((out * w).sum() for out, w in zip(outputs, weights)), inputs)
+    ref_outputs = [first.lstm(x)[0], second.lstm(y)[0]]
+    ref_grads = torch.autograd.grad(sum((out * w).sum() for out, w in zip(ref_outputs, weights)), inputs)
+    for got, want in zip(outputs, ref_outputs):
+        torch.testing.assert_close(got, want, atol=1e-6, rtol=1e-5)
+    for got, want in zip(grads, ref_grads):
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)

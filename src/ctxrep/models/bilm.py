@@ -242,11 +242,15 @@ class LstmWithProjection(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(B, T, input_dim) -> (B, T, P); the state at t depends on x_1..x_t only."""
-        if self.clipped:
-            return self._forward_clipped(x)
-        if lstmp_cpu.applies(x):
-            return lstmp_cpu.lstmp(x, self.lstm)
-        return self.lstm(x)[0]
+        return self.run_together([self], [x])[0]
+
+    @staticmethod
+    def run_together(layers: list[LstmWithProjection], xs: list[torch.Tensor]) -> list[torch.Tensor]:
+        """``[layer(x) for layer, x in zip(layers, xs)]`` for independent layers; on CPU (fp32, no
+        clipping) one call of the C++ kernel, which runs their time loops concurrently."""
+        if not any(layer.clipped for layer in layers) and all(lstmp_cpu.applies(x) for x in xs):
+            return lstmp_cpu.lstmp(xs, [layer.lstm for layer in layers])
+        return [layer._forward_clipped(x) if layer.clipped else layer.lstm(x)[0] for layer, x in zip(layers, xs)]
 
     def _forward_clipped(self, x: torch.Tensor) -> torch.Tensor:
         lstm = self.lstm
@@ -286,14 +290,23 @@ class LstmStack(nn.Module):
         self.skip_connections = config.skip_connections
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> list[torch.Tensor]:
-        states = []
-        for index, layer in enumerate(self.layers):
-            h = layer(self.dropout(x))
-            if index > 0 and self.skip_connections:  # residuals connect LSTM layers, not the token layer to layer 1
+        return run_stacks([self], [x], mask)[0]
+
+
+def run_stacks(stacks: list[LstmStack], xs: list[torch.Tensor], mask: torch.Tensor) -> list[list[torch.Tensor]]:
+    """Each stack's ``forward`` on its input, layer l of every stack run together
+    (``LstmWithProjection.run_together``): the biLM's two directions are independent, so their
+    layers can share the machine's cores."""
+    states = [[] for _ in stacks]
+    for index in range(len(stacks[0].layers)):
+        layers = [stack.layers[index] for stack in stacks]
+        hs = layers[0].run_together(layers, [stack.dropout(x) for stack, x in zip(stacks, xs)])
+        for stack, h, x, out in zip(stacks, hs, xs, states):
+            if index > 0 and stack.skip_connections:  # residuals connect LSTM layers, not the token layer to layer 1
                 h = h + x
-            x = h * mask.unsqueeze(-1)
-            states.append(x)
-        return states
+            out.append(h * mask.unsqueeze(-1))
+        xs = [out[-1] for out in states]
+    return states
 
 
 def reverse_padded(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -359,15 +372,21 @@ def sampled_softmax_nll(hidden: torch.Tensor, targets: torch.Tensor, output: nn.
 
     # Rows are looked up with F.embedding, not ``weight[ids]``: the backward of advanced indexing
     # on CPU accumulates repeated ids with parallel atomic adds, in a run-to-run varying order.
-    weight, bias = output.weight, output.bias.unsqueeze(1)
-    true_logits = (hidden * F.embedding(targets, weight)).sum(-1) + F.embedding(targets, bias).squeeze(1)
-    true_logits = true_logits.float() - log_expected_count(targets)
-    sampled_logits = F.linear(hidden, F.embedding(candidates, weight),
-                              F.embedding(candidates, bias).squeeze(1)).float()
-    sampled_logits = sampled_logits - log_expected_count(candidates)
-    sampled_logits = sampled_logits.masked_fill(targets.unsqueeze(1) == candidates.unsqueeze(0), float("-inf"))
-    logits = torch.cat([true_logits.unsqueeze(1), sampled_logits], dim=1)
-    return torch.logsumexp(logits, dim=1) - true_logits
+    # One lookup for targets and candidates together: its backward makes one dense (V, P) gradient.
+    n = targets.numel()
+    ids = torch.cat([targets, candidates])
+    rows, biases = F.embedding(ids, output.weight), F.embedding(ids, output.bias.unsqueeze(1)).squeeze(1)
+    corrections = log_expected_count(ids)
+    true_logits = ((hidden * rows[:n]).sum(-1) + biases[:n]).float() - corrections[:n]
+    sampled_logits = F.linear(hidden, rows[n:], biases[n:]).float() - corrections[n:]
+    # Accidental hits, found by looking each target up among the candidates (not an (N, S) compare).
+    column = torch.full((vocab_size,), -1, dtype=torch.long, device=hidden.device)
+    column[candidates] = torch.arange(candidates.numel(), device=hidden.device)
+    hit_columns = column[targets]
+    hit_rows = (hit_columns >= 0).nonzero().squeeze(1)
+    sampled_logits[hit_rows, hit_columns[hit_rows]] = float("-inf")
+    # logsumexp over [l_y, l_S] without concatenating them
+    return torch.logaddexp(torch.logsumexp(sampled_logits, dim=1), true_logits) - true_logits
 
 
 # -----------------------------------------------------------------------------
@@ -441,9 +460,9 @@ class BiLM(nn.Module):
         """char_ids (B, T, W), mask (B, T) -> token layer and per-layer states of both directions."""
         lengths = mask.sum(dim=1)
         tokens = self.token_encoder(char_ids, mask)
-        forward_states = self.forward_lm(tokens, mask)
         # backward LM: read each sentence right to left, then put the states back in reading order
-        reversed_states = self.backward_lm(reverse_padded(tokens, lengths), mask)
+        forward_states, reversed_states = run_stacks(
+            [self.forward_lm, self.backward_lm], [tokens, reverse_padded(tokens, lengths)], mask)
         backward_states = [reverse_padded(h, lengths) for h in reversed_states]
         return BiLMOutput(tokens, forward_states, backward_states)
 

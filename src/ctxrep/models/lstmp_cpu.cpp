@@ -1,7 +1,7 @@
-// The time loop of one LSTMP layer (an LSTM whose output is projected, Sak et al. 2014) on CPU,
-// fp32: forward, and the backward pass of the recurrence. Built and wrapped by lstmp_cpu.py,
-// which also does the work that is not sequential in time (the input and weight-gradient
-// matmuls over all steps at once).
+// The time loop of LSTMP layers (LSTMs whose output is projected, Sak et al. 2014) on CPU, fp32:
+// forward, and the backward pass of the recurrence. Built and wrapped by lstmp_cpu.py, which also
+// does the work that is not sequential in time (the input and weight-gradient matmuls over all
+// steps at once).
 //
 // Per step t, with gates laid out [i f g o] as in torch.nn.LSTM:
 //     a_t = x_gates_t + W_hh h_{t-1}                  (x_gates_t = W_ih x_t + b, computed outside)
@@ -9,11 +9,17 @@
 //     c_t = f * c_{t-1} + i * g,   m_t = o * tanh(c_t),   h_t = W_hr m_t
 // torch.nn.LSTM(proj_size=P) runs the same step as a chain of small ATen calls, each with its own
 // dispatch and thread hand-off; at a batch of 16 that overhead, not the matmuls, sets the speed.
-// Here the step is 7 calls (the two matmuls and the vectorised activations) and one plain loop.
+// Here the step is two matmuls and one plain loop.
+//
+// Every entry point takes a list of independent layers (the biLM passes layer l of its forward
+// and of its backward LM) and runs them concurrently, one per thread: a step's matmuls on 16 rows
+// are too small to split across cores efficiently, and one thread per layer needs no hand-off
+// inside the loop at all (ATen and MKL run single-threaded inside a parallel region).
 
 #include <ATen/Parallel.h>
 #include <torch/extension.h>
 
+#include <cmath>
 #include <vector>
 
 namespace {
@@ -23,95 +29,177 @@ void check(const at::Tensor& t, int64_t dim, const char* name) {
               "lstmp_cpu: ", name, " must be a contiguous ", dim, "-d float32 CPU tensor");
 }
 
-}  // namespace
+inline float sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
 
-// x_gates (T, B, 4C), w_hh (4C, P), w_hr (P, C) ->
-//   H (T, B, P) projected states, A (T, B, 4C) activated gates, Cs (T + 1, B, C) cells (Cs[0] = 0),
-//   M (T, B, C) = o * tanh(c): what backward needs.
-// A is x_gates itself, overwritten step by step (the caller made it for this call only): adding
-// the recurrent term in place saves a copy per step.
-std::vector<at::Tensor> lstmp_forward(const at::Tensor& x_gates, const at::Tensor& w_hh, const at::Tensor& w_hr) {
-  check(x_gates, 3, "x_gates");
-  check(w_hh, 2, "w_hh");
-  check(w_hr, 2, "w_hr");
-  const int64_t T = x_gates.size(0), B = x_gates.size(1), G = x_gates.size(2), C = G / 4, P = w_hr.size(0);
-  TORCH_CHECK(G == 4 * C && w_hh.size(0) == G && w_hh.size(1) == P && w_hr.size(1) == C,
-              "lstmp_cpu: shapes disagree");
-  auto A = x_gates;
-  auto Cs = at::zeros({T + 1, B, C}, x_gates.options());
-  auto M = at::empty({T, B, C}, x_gates.options());
-  auto H = at::empty({T, B, P}, x_gates.options());
+// One row of one step, forward: the gates' pre-activations in (activated on return), c_{t-1} ->
+// c_t, tanh(c_t), m_t. Separate restrict pointers per gate, so that the compiler vectorises it.
+void forward_cells(float* __restrict__ i_, float* __restrict__ f_, float* __restrict__ g_, float* __restrict__ o_,
+                   const float* __restrict__ c_prev, float* __restrict__ c, float* __restrict__ tc,
+                   float* __restrict__ m, int64_t C) {
+  for (int64_t j = 0; j < C; ++j) {
+    const float i = sigmoid(i_[j]), f = sigmoid(f_[j]), g = std::tanh(g_[j]), o = sigmoid(o_[j]);
+    i_[j] = i, f_[j] = f, g_[j] = g, o_[j] = o;
+    c[j] = f * c_prev[j] + i * g;
+    tc[j] = std::tanh(c[j]);
+    m[j] = o * tc[j];
+  }
+}
+
+// One row of one step, backward: activated gates, c_{t-1}, tanh(c_t), dm_t = dL/dm_t and
+// dc = dL/dc_t from step t + 1 (updated in place to dL/dc_{t-1}) -> the gates' gradients.
+void backward_cells(const float* __restrict__ i_, const float* __restrict__ f_, const float* __restrict__ g_,
+                    const float* __restrict__ o_, const float* __restrict__ c_prev, const float* __restrict__ tc,
+                    const float* __restrict__ dm, float* __restrict__ dc, float* __restrict__ di,
+                    float* __restrict__ df, float* __restrict__ dg, float* __restrict__ do_, int64_t C) {
+  for (int64_t j = 0; j < C; ++j) {
+    const float i = i_[j], f = f_[j], g = g_[j], o = o_[j];
+    const float dcell = dc[j] + dm[j] * o * (1.f - tc[j] * tc[j]);
+    di[j] = dcell * g * i * (1.f - i);
+    df[j] = dcell * c_prev[j] * f * (1.f - f);
+    dg[j] = dcell * i * (1.f - g * g);
+    do_[j] = dm[j] * tc[j] * o * (1.f - o);
+    dc[j] = dcell * f;
+  }
+}
+
+// Runs body(k) for k in [0, n), concurrently where there are threads for it. Autograd's mode is
+// per thread and on by default in a worker; the loops only compute, so it is off in every one.
+template <typename F>
+void for_each_layer(int64_t n, const F& body) {
+  at::parallel_for(0, n, 1, [&](int64_t begin, int64_t end) {
+    at::NoGradGuard no_grad;
+    for (int64_t k = begin; k < end; ++k) body(k);
+  });
+}
+
+// One layer. A holds x_gates on entry and the activated gates on return.
+void forward_layer(at::Tensor A, const at::Tensor& w_hh, const at::Tensor& w_hr, at::Tensor H, at::Tensor Cs,
+                   at::Tensor TC, at::Tensor M) {
+  const int64_t T = A.size(0), B = A.size(1), G = A.size(2), C = G / 4;
   const auto w_hh_t = w_hh.t(), w_hr_t = w_hr.t();
   for (int64_t t = 0; t < T; ++t) {
     auto a = A[t];
     if (t > 0) a.addmm_(H[t - 1], w_hh_t);  // h_0 = 0
-    a.narrow(1, 0, 2 * C).sigmoid_();  // i, f
-    a.narrow(1, 2 * C, C).tanh_();     // g
-    a.narrow(1, 3 * C, C).sigmoid_();  // o
-    const float* gates = a.data_ptr<float>();
+    float* gates = a.data_ptr<float>();
     const float* c_prev = Cs[t].data_ptr<float>();
     float* c = Cs[t + 1].data_ptr<float>();
-    at::parallel_for(0, B, 4, [&](int64_t begin, int64_t end) {
-      for (int64_t b = begin; b < end; ++b) {
-        const float* g = gates + b * G;
-        for (int64_t j = 0; j < C; ++j) c[b * C + j] = g[C + j] * c_prev[b * C + j] + g[j] * g[2 * C + j];
-      }
-    });
-    auto m = M[t];
-    at::tanh_out(m, Cs[t + 1]);
-    m.mul_(a.narrow(1, 3 * C, C));
+    float* tc = TC[t].data_ptr<float>();
+    float* m = M[t].data_ptr<float>();
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t row = b * C;
+      forward_cells(gates + b * G, gates + b * G + C, gates + b * G + 2 * C, gates + b * G + 3 * C, c_prev + row,
+                    c + row, tc + row, m + row, C);
+    }
     auto h = H[t];
-    at::mm_out(h, m, w_hr_t);
+    at::mm_out(h, M[t], w_hr_t);
   }
-  return {H, A, Cs, M};
 }
 
-// The recurrence's backward: dH (T, B, P), the loss's gradient at each output h_t, and the saved
-// A, Cs -> dA (T, B, 4C), the gradient at the gate pre-activations a_t, and dH_total (T, B, P),
-// the whole gradient at h_t (dH_t plus what h_t feeds into step t + 1).
-std::vector<at::Tensor> lstmp_backward(const at::Tensor& dH, const at::Tensor& A, const at::Tensor& Cs,
-                                       const at::Tensor& w_hh, const at::Tensor& w_hr) {
-  check(dH, 3, "dH");
-  check(A, 3, "A");
-  check(Cs, 3, "Cs");
-  const int64_t T = A.size(0), B = A.size(1), G = A.size(2), C = G / 4, P = w_hr.size(0);
-  auto dA = at::empty({T, B, G}, A.options());
-  auto dH_total = dH.clone();  // dH_t, to which W_hh^T da_{t+1} is added in place
+// One layer's recurrence backward; dH_total holds dH on entry.
+void backward_layer(at::Tensor dH_total, const at::Tensor& A, const at::Tensor& Cs, const at::Tensor& TC,
+                    const at::Tensor& w_hh, const at::Tensor& w_hr, at::Tensor dA) {
+  const int64_t T = A.size(0), B = A.size(1), G = A.size(2), C = G / 4;
   auto dm = at::empty({B, C}, A.options());
   auto dc = at::zeros({B, C}, A.options());  // gradient at c_t from step t + 1
-  auto tanh_c = at::empty({B, C}, A.options());
+  float* dc_ = dc.data_ptr<float>();
   for (int64_t t = T - 1; t >= 0; --t) {
     auto dh = dH_total[t];
     if (t < T - 1) dh.addmm_(dA[t + 1], w_hh);
     at::mm_out(dm, dh, w_hr);
-    at::tanh_out(tanh_c, Cs[t + 1]);
     const float* a = A[t].data_ptr<float>();
     const float* c_prev = Cs[t].data_ptr<float>();
-    const float* tc = tanh_c.data_ptr<float>();
+    const float* tc = TC[t].data_ptr<float>();
     const float* dm_ = dm.data_ptr<float>();
-    float* dc_ = dc.data_ptr<float>();
     float* da = dA[t].data_ptr<float>();
-    at::parallel_for(0, B, 4, [&](int64_t begin, int64_t end) {
-      for (int64_t b = begin; b < end; ++b) {
-        const float* g = a + b * G;
-        float* d = da + b * G;
-        for (int64_t j = 0; j < C; ++j) {
-          const int64_t k = b * C + j;
-          const float i = g[j], f = g[C + j], gg = g[2 * C + j], o = g[3 * C + j];
-          const float dcell = dc_[k] + dm_[k] * o * (1.f - tc[k] * tc[k]);
-          d[j] = dcell * gg * i * (1.f - i);
-          d[C + j] = dcell * c_prev[k] * f * (1.f - f);
-          d[2 * C + j] = dcell * i * (1.f - gg * gg);
-          d[3 * C + j] = dm_[k] * tc[k] * o * (1.f - o);
-          dc_[k] = dcell * f;
-        }
-      }
-    });
+    for (int64_t b = 0; b < B; ++b) {
+      const float* g = a + b * G;
+      float* d = da + b * G;
+      const int64_t row = b * C;
+      backward_cells(g, g + C, g + 2 * C, g + 3 * C, c_prev + row, tc + row, dm_ + row, dc_ + row, d, d + C,
+                     d + 2 * C, d + 3 * C, C);
+    }
   }
-  return {dA, dH_total};
+}
+
+}  // namespace
+
+// Per layer k: x (B, T, I), w_ih (4C, I), w_hh (4C, P), w_hr (P, C), bias (4C) = b_ih + b_hh ->
+//   X (T, B, I) the input step-major, H (T, B, P) projected states, A (T, B, 4C) activated gates,
+//   Cs (T + 1, B, C) cells (Cs[0] = 0), TC (T, B, C) = tanh(c), M (T, B, C) = o * tanh(c):
+//   flat, 6 per layer; all but H are what backward needs.
+// Each layer's work, its input matmul over all steps included, runs on one thread: a matmul of
+// 400 rows gains little from a second core, and two layers at once use both fully.
+std::vector<at::Tensor> lstmp_forward(const std::vector<at::Tensor>& x, const std::vector<at::Tensor>& w_ih,
+                                      const std::vector<at::Tensor>& w_hh, const std::vector<at::Tensor>& w_hr,
+                                      const std::vector<at::Tensor>& bias) {
+  const size_t n = x.size();
+  TORCH_CHECK(w_ih.size() == n && w_hh.size() == n && w_hr.size() == n && bias.size() == n,
+              "lstmp_cpu: one x, w_ih, w_hh, w_hr and bias per layer");
+  for (size_t k = 0; k < n; ++k) {
+    TORCH_CHECK(x[k].device().is_cpu() && x[k].scalar_type() == at::kFloat && x[k].dim() == 3,
+                "lstmp_cpu: x must be a 3-d float32 CPU tensor");
+    check(w_ih[k], 2, "w_ih");
+    check(w_hh[k], 2, "w_hh");
+    check(w_hr[k], 2, "w_hr");
+    check(bias[k], 1, "bias");
+    const int64_t G = w_ih[k].size(0), C = G / 4, P = w_hr[k].size(0);
+    TORCH_CHECK(G == 4 * C && x[k].size(2) == w_ih[k].size(1) && w_hh[k].size(0) == G && w_hh[k].size(1) == P &&
+                    w_hr[k].size(1) == C && bias[k].size(0) == G,
+                "lstmp_cpu: shapes disagree");
+  }
+  std::vector<at::Tensor> out(6 * n);
+  for_each_layer(n, [&](int64_t k) {
+    const int64_t B = x[k].size(0), T = x[k].size(1), I = x[k].size(2), G = w_ih[k].size(0), C = G / 4,
+                  P = w_hr[k].size(0);
+    const auto options = w_ih[k].options();
+    auto X = x[k].transpose(0, 1).contiguous();  // each step's rows contiguous
+    auto A = at::addmm(bias[k], X.view({T * B, I}), w_ih[k].t()).view({T, B, G});
+    auto H = at::empty({T, B, P}, options), Cs = at::zeros({T + 1, B, C}, options);
+    auto TC = at::empty({T, B, C}, options), M = at::empty({T, B, C}, options);
+    forward_layer(A, w_hh[k], w_hr[k], H, Cs, TC, M);
+    out[6 * k] = X, out[6 * k + 1] = H, out[6 * k + 2] = A, out[6 * k + 3] = Cs, out[6 * k + 4] = TC,
+    out[6 * k + 5] = M;
+  });
+  return out;
+}
+
+// Per layer k: dH (B, T, P), the loss's gradient at each output h_t, and what forward saved
+// (X, H, A, Cs, TC, M) -> dx (T, B, I), dW_ih, dW_hh, dW_hr, db: flat, 5 per layer.
+//   the loop:   dA_t (gradient at the gate pre-activations), and dH_total_t = dH_t + W_hh^T dA_{t+1}
+//   then:       dx = dA W_ih,  dW_ih = dA^T X,  dW_hh = dA^T H_{t-1},  dW_hr = dH_total^T M,
+//               db = sum dA                       one matmul each, over all steps at once
+std::vector<at::Tensor> lstmp_backward(const std::vector<at::Tensor>& dH, const std::vector<at::Tensor>& saved,
+                                       const std::vector<at::Tensor>& w_ih, const std::vector<at::Tensor>& w_hh,
+                                       const std::vector<at::Tensor>& w_hr) {
+  const size_t n = dH.size();
+  TORCH_CHECK(saved.size() == 6 * n && w_ih.size() == n && w_hh.size() == n && w_hr.size() == n,
+              "lstmp_cpu: one dH, saved forward (6 tensors), w_ih, w_hh and w_hr per layer");
+  for (size_t k = 0; k < n; ++k) {
+    TORCH_CHECK(dH[k].device().is_cpu() && dH[k].scalar_type() == at::kFloat && dH[k].dim() == 3,
+                "lstmp_cpu: dH must be a 3-d float32 CPU tensor");
+    for (size_t i = 0; i < 6; ++i) check(saved[6 * k + i], 3, "a saved tensor");
+  }
+  std::vector<at::Tensor> out(5 * n);
+  for_each_layer(n, [&](int64_t k) {
+    const auto &X = saved[6 * k], &H = saved[6 * k + 1], &A = saved[6 * k + 2], &Cs = saved[6 * k + 3],
+               &TC = saved[6 * k + 4], &M = saved[6 * k + 5];
+    const int64_t T = A.size(0), B = A.size(1), G = A.size(2), I = X.size(2), P = H.size(2), C = G / 4;
+    auto dH_total = dH[k].transpose(0, 1).contiguous();  // dH_t; the loop adds W_hh^T dA_{t+1}
+    auto dA = at::empty_like(A);
+    backward_layer(dH_total, A, Cs, TC, w_hh[k], w_hr[k], dA);
+    const auto dA_rows = dA.view({T * B, G});
+    out[5 * k] = at::mm(dA_rows, w_ih[k]).view({T, B, I});
+    out[5 * k + 1] = at::mm(dA_rows.t(), X.view({T * B, I}));
+    // dW_hh pairs dA_t with h_{t-1}: the states one step behind (h_0 = 0 adds nothing)
+    out[5 * k + 2] = T > 1 ? at::mm(dA_rows.narrow(0, B, (T - 1) * B).t(), H.narrow(0, 0, T - 1).view({(T - 1) * B, P}))
+                           : at::zeros_like(w_hh[k]);
+    out[5 * k + 3] = at::mm(dH_total.view({T * B, P}).t(), M.view({T * B, C}));
+    out[5 * k + 4] = dA_rows.sum(0);
+  });
+  return out;
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.def("forward", &lstmp_forward, "LSTMP time loop, forward");
-  m.def("backward", &lstmp_backward, "LSTMP time loop, backward");
+  m.def("forward", &lstmp_forward, "LSTMP time loops, forward");
+  m.def("backward", &lstmp_backward, "LSTMP time loops, backward");
 }

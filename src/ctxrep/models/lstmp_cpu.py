@@ -1,17 +1,20 @@
-"""The LSTMP layer's time loop as a C++ kernel for CPU training (``lstmp_cpu.cpp`` beside this file).
+"""LSTMP layers as a C++ kernel for CPU training (``lstmp_cpu.cpp`` beside this file).
 
 Same math as ``torch.nn.LSTM(proj_size=P)`` (see ``LstmWithProjection``), split where it is
 sequential and where it is not:
 
     forward:   X_gates = X W_ih^T + b_ih + b_hh          one matmul over all T steps
-               for t: a_t, c_t, h_t                       the C++ loop (2 matmuls, 4 activations)
-    backward:  for t (reversed): dA_t, dH_total_t         the C++ loop
+               for t: a_t, c_t, h_t                       the time loop (2 matmuls, one fused cell loop)
+    backward:  for t (reversed): dA_t, dH_total_t         the time loop
                dX = dA W_ih,  dW_ih = dA^T X,  dW_hh = dA^T H_{t-1},  dW_hr = dH_total^T M,
                db = sum dA                                one matmul each, over all T steps
 
-torch's CPU LSTM with a projection runs each step as a chain of small ATen calls and, in backward,
-accumulates the weight gradients one step at a time through autograd; at the default biLM's
-batch of 16 that overhead outweighs the matmuls (``bench/bench_bilm.py`` prints both).
+One call takes several independent layers (the biLM's layer l of both directions) and runs each
+on its own thread. torch's CPU LSTM with a projection runs each step as a chain of small ATen
+calls, each split across the cores, and in backward accumulates the weight gradients one step at
+a time through autograd; at the default biLM's batch of 16 that overhead outweighs the matmuls,
+and a matmul of 16 (or 400) rows gains little from a second core where a second layer gains a
+whole one (``bench/bench_bilm.py`` prints both).
 
 The kernel is compiled once per machine with torch's extension builder (g++ and ninja, ~1 min;
 cached under ``~/.cache/torch_extensions``). Where it cannot be built, :func:`kernel` returns
@@ -40,12 +43,20 @@ def kernel():
         os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
         from torch.utils import cpp_extension
 
-        return cpp_extension.load(name="ctxrep_lstmp_cpu", sources=[str(SOURCE)], extra_cflags=["-O3"])
+        return cpp_extension.load(name="ctxrep_lstmp_cpu", sources=[str(SOURCE)], extra_cflags=compiler_flags())
     except Exception as error:  # no compiler, no ninja, a failed build: the slower path still works
         last_line = (str(error).strip().splitlines() or [""])[-1]
         warnings.warn(f"ctxrep: the CPU LSTMP kernel could not be built ({type(error).__name__}: {last_line}); "
                       "LSTM layers run torch.nn.LSTM instead (same math, slower)", stacklevel=2)
         return None
+
+
+def compiler_flags() -> list[str]:
+    """-O3; OpenMP, without which ATen's ``parallel_for`` in the kernel runs serially; fast math,
+    which lets the compiler vectorise the cell loops' exp and tanh (glibc's vector math library);
+    and the vector instructions torch itself uses on this CPU, no more (the build is per machine)."""
+    vector_isa = {"AVX2": ["-mavx2", "-mfma"], "AVX512": ["-mavx2", "-mfma", "-mavx512f"]}
+    return ["-O3", "-fopenmp", "-ffast-math", *vector_isa.get(torch.backends.cpu.get_cpu_capability(), [])]
 
 
 def applies(x: torch.Tensor) -> bool:
@@ -55,38 +66,46 @@ def applies(x: torch.Tensor) -> bool:
 
 
 class LstmpFunction(torch.autograd.Function):
-    """(B, T, I) inputs and one layer's weights -> (B, T, P) projected states."""
+    """Independent layers' inputs and weights -> each layer's (B, T, P) projected states.
+
+    Arguments, flat for autograd: the n layers' inputs x_k (B, T, I), then the n layers' weights
+    (w_ih, w_hh, w_hr, b_ih, b_hh) in that order. The kernel runs the n layers concurrently.
+    """
 
     @staticmethod
-    def forward(ctx, x, w_ih, w_hh, w_hr, b_ih, b_hh):
-        B, T, _ = x.shape
-        x_steps = x.transpose(0, 1).contiguous()  # (T, B, I): each step's rows contiguous
-        x_gates = torch.addmm(b_ih + b_hh, x_steps.view(T * B, -1), w_ih.t()).view(T, B, -1)
-        H, A, Cs, M = kernel().forward(x_gates, w_hh.contiguous(), w_hr.contiguous())
-        ctx.save_for_backward(x_steps, w_ih, w_hh, w_hr, H, A, Cs, M)
-        return H.transpose(0, 1)
+    def forward(ctx, n, *args):
+        xs, weights = args[:n], [args[n + 5 * k : n + 5 * (k + 1)] for k in range(n)]
+        w_ih, w_hh, w_hr = ([w[i].contiguous() for w in weights] for i in range(3))
+        saved = kernel().forward(list(xs), w_ih, w_hh, w_hr, [w[3] + w[4] for w in weights])
+        ctx.n = n
+        ctx.save_for_backward(*saved, *w_ih, *w_hh, *w_hr)
+        return tuple(saved[6 * k + 1].transpose(0, 1) for k in range(n))  # H, batch-first
 
     @staticmethod
     @torch.autograd.function.once_differentiable
-    def backward(ctx, dH):
-        x_steps, w_ih, w_hh, w_hr, H, A, Cs, M = ctx.saved_tensors
-        T, B, _ = x_steps.shape
-        dA, dH_total = kernel().backward(dH.transpose(0, 1).contiguous(), A, Cs, w_hh.contiguous(),
-                                         w_hr.contiguous())
-        dA = dA.view(T * B, -1)
-        h_prev = torch.cat([H.new_zeros(1, B, H.shape[2]), H[:-1]]).view(T * B, -1)
-        needs = ctx.needs_input_grad
-        dx = (dA @ w_ih).view(T, B, -1).transpose(0, 1) if needs[0] else None
-        dw_ih = dA.t() @ x_steps.view(T * B, -1) if needs[1] else None
-        dw_hh = dA.t() @ h_prev if needs[2] else None
-        dw_hr = dH_total.view(T * B, -1).t() @ M.view(T * B, -1) if needs[3] else None
-        db = dA.sum(0) if needs[4] or needs[5] else None
-        # the two bias vectors get the same gradient, as separate tensors (a clip or an
-        # accumulation in place must not touch both)
-        return dx, dw_ih, dw_hh, dw_hr, db, None if db is None else db.clone()
+    def backward(ctx, *dHs):
+        n = ctx.n
+        saved = ctx.saved_tensors
+        w_ih, w_hh, w_hr = (list(saved[6 * n + i * n : 6 * n + (i + 1) * n]) for i in range(3))
+        grads = kernel().backward(list(dHs), list(saved[: 6 * n]), w_ih, w_hh, w_hr)
+        needs = ctx.needs_input_grad[1:]
+        x_grads = [grads[5 * k].transpose(0, 1) if needs[k] else None for k in range(n)]
+        weight_grads = []
+        for k in range(n):
+            dw_ih, dw_hh, dw_hr, db = grads[5 * k + 1 : 5 * k + 5]
+            # the two bias vectors get the same gradient, as separate tensors (a clip or an
+            # accumulation in place must not touch both)
+            weight_grads += [dw_ih, dw_hh, dw_hr, db, db.clone()]
+        weight_grads = [g if need else None for g, need in zip(weight_grads, needs[n:])]
+        return None, *x_grads, *weight_grads
 
 
-def lstmp(x: torch.Tensor, lstm: nn.LSTM) -> torch.Tensor:
-    """``lstm(x)[0]`` for a one-layer, batch-first ``nn.LSTM(proj_size=P)``, through the kernel."""
-    return LstmpFunction.apply(x, lstm.weight_ih_l0, lstm.weight_hh_l0, lstm.weight_hr_l0,
-                               lstm.bias_ih_l0, lstm.bias_hh_l0)
+def weights(lstm: nn.LSTM) -> list[torch.Tensor]:
+    """A one-layer ``nn.LSTM(proj_size=P)``'s weights in the order :class:`LstmpFunction` takes them."""
+    return [lstm.weight_ih_l0, lstm.weight_hh_l0, lstm.weight_hr_l0, lstm.bias_ih_l0, lstm.bias_hh_l0]
+
+
+def lstmp(xs: list[torch.Tensor], lstms: list[nn.LSTM]) -> list[torch.Tensor]:
+    """``[lstm(x)[0] for x, lstm in zip(xs, lstms)]`` for one-layer, batch-first
+    ``nn.LSTM(proj_size=P)`` layers, through the kernel, the layers' time loops run concurrently."""
+    return list(LstmpFunction.apply(len(xs), *xs, *(w for lstm in lstms for w in weights(lstm))))
