@@ -24,6 +24,7 @@ None, says why once, and the layer runs ``torch.nn.LSTM``: the same function, di
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import warnings
 from pathlib import Path
@@ -32,6 +33,7 @@ import torch
 from torch import nn
 
 SOURCE = Path(__file__).with_suffix(".cpp")
+log = logging.getLogger(__name__)
 
 
 @functools.cache
@@ -43,6 +45,8 @@ def kernel():
         os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
         from torch.utils import cpp_extension
 
+        # the first call on a machine compiles for about a minute, and says nothing meanwhile
+        log.info("loading the CPU LSTM kernel (compiled on a machine's first use: about a minute, once)")
         return cpp_extension.load(name="ctxrep_lstmp_cpu", sources=[str(SOURCE)], extra_cflags=compiler_flags())
     except Exception as error:  # no compiler, no ninja, a failed build: the slower path still works
         last_line = (str(error).strip().splitlines() or [""])[-1]
