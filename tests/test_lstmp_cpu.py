@@ -104,3 +104,17 @@ def test_two_layers_at_once_match_torch_lstm_each():
         torch.testing.assert_close(got, want, atol=1e-6, rtol=1e-5)
     for got, want in zip(grads, ref_grads):
         torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("scale", [100.0, 1e4])
+def test_saturated_gates_saturate_instead_of_turning_nan(scale):
+    # Pre-activations beyond ~88 overflow exp(-x); the vectorised cell loop must still give the
+    # limits (0 or 1) as torch does: a biLM in training hit exactly this (NaN at step 451).
+    layer, x = layer_and_input(4, 9)
+    x = (x.detach() * scale).requires_grad_()
+    out, grads = values_and_gradients(layer, x, layer)
+    ref_out, ref_grads = values_and_gradients(layer, x, lambda v: layer.lstm(v)[0])
+    assert torch.isfinite(out).all() and all(torch.isfinite(g).all() for g in grads)
+    torch.testing.assert_close(out, ref_out, atol=1e-6, rtol=1e-5)
+    for got, want in zip(grads, ref_grads):
+        torch.testing.assert_close(got, want, atol=1e-5 * scale, rtol=1e-4)

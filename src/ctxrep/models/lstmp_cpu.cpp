@@ -19,6 +19,7 @@
 #include <ATen/Parallel.h>
 #include <torch/extension.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -29,7 +30,10 @@ void check(const at::Tensor& t, int64_t dim, const char* name) {
               "lstmp_cpu: ", name, " must be a contiguous ", dim, "-d float32 CPU tensor");
 }
 
-inline float sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
+// exp(-x) for x < -88 is inf, and fast math's division (reciprocal + a Newton step) turns
+// 1 / (1 + inf) into NaN where IEEE gives 0: a saturated gate must saturate. Beyond |x| = 80 the
+// clamp changes the result by less than 2e-35.
+inline float sigmoid(float x) { return 1.f / (1.f + std::exp(-std::min(std::max(x, -80.f), 80.f))); }
 
 // One row of one step, forward: the gates' pre-activations in (activated on return), c_{t-1} ->
 // c_t, tanh(c_t), m_t. Separate restrict pointers per gate, so that the compiler vectorises it.
