@@ -118,3 +118,16 @@ def test_saturated_gates_saturate_instead_of_turning_nan(scale):
     torch.testing.assert_close(out, ref_out, atol=1e-6, rtol=1e-5)
     for got, want in zip(grads, ref_grads):
         torch.testing.assert_close(got, want, atol=1e-5 * scale, rtol=1e-4)
+
+
+def test_backward_leaves_the_incoming_gradient_as_it_was():
+    # The time loop accumulates into its gradient buffer in place; a gradient that arrives already
+    # step-major in memory must be copied, not written over (autograd may hand it elsewhere too).
+    layer, x = layer_and_input()
+    out = layer(x)
+    incoming = torch.randn(out.shape[1], out.shape[0], out.shape[2]).transpose(0, 1)
+    before = incoming.clone()
+    (kernel_grad,) = torch.autograd.grad(out, x, grad_outputs=incoming)
+    assert torch.equal(incoming, before)
+    (torch_grad,) = torch.autograd.grad(layer.lstm(x)[0], x, grad_outputs=incoming)
+    torch.testing.assert_close(kernel_grad, torch_grad, atol=1e-5, rtol=1e-4)

@@ -1,10 +1,9 @@
 // The time loop of LSTMP layers (LSTMs whose output is projected, Sak et al. 2014) on CPU, fp32:
-// forward, and the backward pass of the recurrence. Built and wrapped by lstmp_cpu.py, which also
-// does the work that is not sequential in time (the input and weight-gradient matmuls over all
-// steps at once).
+// forward and backward, the matmuls that are not sequential in time (the input matmul and the
+// weight gradients) included, each over all steps at once. Built and wrapped by lstmp_cpu.py.
 //
 // Per step t, with gates laid out [i f g o] as in torch.nn.LSTM:
-//     a_t = x_gates_t + W_hh h_{t-1}                  (x_gates_t = W_ih x_t + b, computed outside)
+//     a_t = x_gates_t + W_hh h_{t-1}                  (x_gates = W_ih x + b, all steps in one matmul)
 //     i, f, o = sigmoid(a_i, a_f, a_o),  g = tanh(a_g)
 //     c_t = f * c_{t-1} + i * g,   m_t = o * tanh(c_t),   h_t = W_hr m_t
 // torch.nn.LSTM(proj_size=P) runs the same step as a chain of small ATen calls, each with its own
@@ -188,7 +187,10 @@ std::vector<at::Tensor> lstmp_backward(const std::vector<at::Tensor>& dH, const 
     const auto &X = saved[6 * k], &H = saved[6 * k + 1], &A = saved[6 * k + 2], &Cs = saved[6 * k + 3],
                &TC = saved[6 * k + 4], &M = saved[6 * k + 5];
     const int64_t T = A.size(0), B = A.size(1), G = A.size(2), I = X.size(2), P = H.size(2), C = G / 4;
-    auto dH_total = dH[k].transpose(0, 1).contiguous();  // dH_t; the loop adds W_hh^T dA_{t+1}
+    // dH_t, to which the loop adds W_hh^T dA_{t+1}: always a copy, since contiguous() would hand
+    // back the caller's own gradient where it is already step-major, and the loop writes in place
+    auto dH_total = at::empty({T, B, P}, dH[k].options());
+    dH_total.copy_(dH[k].transpose(0, 1));
     auto dA = at::empty_like(A);
     backward_layer(dH_total, A, Cs, TC, w_hh[k], w_hr[k], dA);
     const auto dA_rows = dA.view({T * B, G});
