@@ -39,6 +39,7 @@ from ctxrep.config.composition import defaults
 from ctxrep.io import write_json
 from ctxrep.models.bilm import BiLM, BiLMConfig, CharCNN, LstmWithProjection, flops_per_token, token_encoder_flops
 from ctxrep.text.elmo_chars import batch_to_char_ids
+from ctxrep.training.host_memory import keep_freed_memory
 from ctxrep.training.optim import make_optimizer
 from mfu import matmul_flops, peak_matmul_flops, synchronize  # bench/mfu.py (run as a script)
 
@@ -104,7 +105,7 @@ class PlainCharCNN(CharCNN):
     def forward(self, char_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         B, T, W = char_ids.shape
         chars = self.char_embedding(char_ids.reshape(B * T, W)).transpose(1, 2)
-        features = torch.cat([conv(chars).amax(dim=-1) for conv in self.convs], dim=-1)
+        features = torch.cat([conv(chars).max(dim=-1).values for conv in self.convs], dim=-1)
         tokens = self.projection(self.highway(self.activation(features)))
         return tokens.view(B, T, -1) * mask.unsqueeze(-1)
 
@@ -158,6 +159,8 @@ def main() -> None:
         for layer in stack.layers:
             layer.__class__ = PlainLstmWithProjection
 
+    if device.type == "cpu":
+        keep_freed_memory()  # as the training loop does, for both: freed blocks reused, not faulted in
     # Interleaved repeats, so both see the same machine state; the median of each is reported.
     # the training rule's optimizer (AdamW, fused where torch has the kernel) for both
     optimizers = {name: make_optimizer(m, args.optimizer, args.lr, args.weight_decay)

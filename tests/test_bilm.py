@@ -277,6 +277,38 @@ def test_sampled_softmax_formula(monkeypatch):
         assert nll[row].item() == pytest.approx(expected, abs=1e-5)
 
 
+def test_sampled_softmax_gradients_match_the_same_formula_in_autograd_ops(monkeypatch):
+    """The fused function (softmax kept from forward, backward one scaling of it) against the
+    loss written as plain ops, in float64: values and the gradients at h, W and b, hits included."""
+    generator = torch.Generator().manual_seed(0)
+    V, S, N, P = 40, 12, 30, 8
+    candidates = torch.randperm(V, generator=generator)[:S]
+    monkeypatch.setattr(bilm_module, "sample_log_uniform_unique",
+                        lambda n, vocab_size, device: (candidates, torch.tensor(25)))
+    output = torch.nn.Linear(P, V).double()
+    hidden = torch.randn(N, P, generator=generator, dtype=torch.float64, requires_grad=True)
+    targets = torch.cat([candidates[:5], torch.randint(0, V, (N - 5,), generator=generator)])  # 5+ hits
+
+    def by_autograd_ops():
+        p = bilm_module.log_uniform_probability(torch.arange(V), V)
+        logits = hidden @ output.weight.T + output.bias - torch.log(-torch.expm1(25 * torch.log1p(-p)))
+        true = logits.gather(1, targets.unsqueeze(1)).squeeze(1)
+        negatives = logits[:, candidates].masked_fill(candidates == targets.unsqueeze(1), float("-inf"))
+        return torch.logsumexp(torch.cat([true.unsqueeze(1), negatives], 1), 1) - true
+
+    weights = torch.rand(N, dtype=torch.float64, generator=generator)  # a different gradient per row
+    results = []
+    for loss in (lambda: sampled_softmax_nll(hidden, targets, output, n_negatives=S), by_autograd_ops):
+        hidden.grad = None
+        output.zero_grad()
+        nll = loss()
+        (nll * weights).sum().backward()
+        results.append([nll.detach(), hidden.grad, output.weight.grad, output.bias.grad])
+    assert (candidates.unsqueeze(0) == targets.unsqueeze(1)).any(1).sum() >= 5
+    for fused, plain in zip(*results):
+        torch.testing.assert_close(fused, plain, rtol=1e-10, atol=1e-12)
+
+
 def test_sampled_softmax_gradient_is_bitwise_reproducible_with_threads():
     """Many rows share a target (frequent words): their gradients must add up in a fixed order.
 

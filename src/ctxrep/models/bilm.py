@@ -205,7 +205,9 @@ class CharCNN(nn.Module):
         B, T, W = char_ids.shape
         words, occurrence = torch.unique(char_ids.reshape(B * T, W), dim=0, return_inverse=True)
         chars = self.char_embedding(words).transpose(1, 2)  # (distinct words, E, W): Conv1d layout
-        features = torch.cat([conv(chars).amax(dim=-1) for conv in self.convs], dim=-1)
+        # max, not amax: the same value and, summed, the same gradient (tied windows read the same
+        # characters); its backward scatters to one position where amax's compares and divides
+        features = torch.cat([conv(chars).max(dim=-1).values for conv in self.convs], dim=-1)
         vectors = self.projection(self.highway(self.activation(features)))
         # Looked up with F.embedding, not indexing: its backward sums a word's occurrences in a
         # fixed order (indexing's backward uses parallel atomic adds on CPU).
@@ -364,11 +366,12 @@ def sampled_softmax_nll(hidden: torch.Tensor, targets: torch.Tensor, output: nn.
         nll = logsumexp([l_y, l_S]) - l_y.
     """
     vocab_size = output.weight.shape[0]
+    dtype = torch.promote_types(hidden.dtype, torch.float32)  # logits in fp32 (fp64) under autocast
     candidates, num_tries = sample_log_uniform_unique(n_negatives, vocab_size, hidden.device)
 
     def log_expected_count(ids: torch.Tensor) -> torch.Tensor:
         p = log_uniform_probability(ids, vocab_size)
-        return torch.log(-torch.expm1(num_tries * torch.log1p(-p))).float()
+        return torch.log(-torch.expm1(num_tries * torch.log1p(-p))).to(dtype)
 
     # Rows are looked up with F.embedding, not ``weight[ids]``: the backward of advanced indexing
     # on CPU accumulates repeated ids with parallel atomic adds, in a run-to-run varying order.
@@ -377,16 +380,55 @@ def sampled_softmax_nll(hidden: torch.Tensor, targets: torch.Tensor, output: nn.
     ids = torch.cat([targets, candidates])
     rows, biases = F.embedding(ids, output.weight), F.embedding(ids, output.bias.unsqueeze(1)).squeeze(1)
     corrections = log_expected_count(ids)
-    true_logits = ((hidden * rows[:n]).sum(-1) + biases[:n]).float() - corrections[:n]
-    sampled_logits = F.linear(hidden, rows[n:], biases[n:]).float() - corrections[n:]
+    true_logits = ((hidden * rows[:n]).sum(-1) + biases[:n]).to(dtype) - corrections[:n]
     # Accidental hits, found by looking each target up among the candidates (not an (N, S) compare).
     column = torch.full((vocab_size,), -1, dtype=torch.long, device=hidden.device)
     column[candidates] = torch.arange(candidates.numel(), device=hidden.device)
     hit_columns = column[targets]
     hit_rows = (hit_columns >= 0).nonzero().squeeze(1)
-    sampled_logits[hit_rows, hit_columns[hit_rows]] = float("-inf")
-    # logsumexp over [l_y, l_S] without concatenating them
-    return torch.logaddexp(torch.logsumexp(sampled_logits, dim=1), true_logits) - true_logits
+    return SampledSoftmaxNll.apply(hidden, true_logits, rows[n:], biases[n:] - corrections[n:],
+                                   hit_rows, hit_columns[hit_rows])
+
+
+class SampledSoftmaxNll(torch.autograd.Function):
+    """nll_r = logsumexp([l_ry, l_rS]) - l_ry per row r, the candidates' logits made inside:
+
+        l_S = h W_S^T + b_S        (N, S), set to -inf at each row's accidental hits
+        p   = softmax([l_y, l_S])  kept from forward, so that backward is one scaling of it:
+        d nll / d l_y = p_y - 1,   d nll / d l_S = p_S.
+
+    As autograd ops the (N, S) logits went through a dozen full passes (subtract, exp, their
+    backward's fresh copies); here one fused softmax and one multiply. Runs in fp32 (or fp64)
+    whatever autocast says (the logits always were fp32). Backward reuses the saved probabilities in
+    place, so it runs once per forward (a second backward through the graph is an error).
+    """
+
+    @staticmethod
+    def forward(ctx, hidden, true_logits, candidate_weight, candidate_bias, hit_rows, hit_columns):
+        with torch.autocast(hidden.device.type, enabled=False):
+            dtype = torch.promote_types(hidden.dtype, torch.float32)
+            hidden, candidate_weight = hidden.to(dtype), candidate_weight.to(dtype)
+            logits = hidden.new_empty(hidden.shape[0], candidate_weight.shape[0] + 1)
+            logits[:, 0] = true_logits
+            torch.addmm(candidate_bias.to(dtype), hidden, candidate_weight.t(), out=logits[:, 1:])
+            logits[hit_rows, hit_columns + 1] = float("-inf")
+            probs = torch.softmax(logits, dim=1)
+            # log of the normaliser from the largest logit and the largest probability, its own
+            # (>= 1 / (S + 1): never underflows), so that no pass of exp computes it apart
+            log_normaliser = logits.amax(dim=1) - probs.amax(dim=1).log()
+        ctx.save_for_backward(hidden, candidate_weight, probs)
+        return log_normaliser - logits[:, 0]
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad):
+        hidden, candidate_weight, probs = ctx.saved_tensors
+        d_logits = probs.mul_(grad.unsqueeze(1))
+        d_true, d_candidates = d_logits[:, 0] - grad, d_logits[:, 1:]
+        need = ctx.needs_input_grad
+        return (d_candidates @ candidate_weight if need[0] else None, d_true,
+                d_candidates.t() @ hidden if need[2] else None, d_candidates.sum(0) if need[3] else None,
+                None, None)
 
 
 # -----------------------------------------------------------------------------

@@ -14,9 +14,13 @@
 // and of its backward LM) and runs them concurrently, one per thread: a step's matmuls on 16 rows
 // are too small to split across cores efficiently, and one thread per layer needs no hand-off
 // inside the loop at all (ATen and MKL run single-threaded inside a parallel region).
+//
+// Registered as torch operators (torch.ops.ctxrep_lstmp.forward / backward), not as a Python
+// module: ATen's headers alone compile in a third of the time torch/extension.h takes.
 
+#include <ATen/ATen.h>
 #include <ATen/Parallel.h>
-#include <torch/extension.h>
+#include <torch/library.h>
 
 #include <algorithm>
 #include <cmath>
@@ -24,9 +28,12 @@
 
 namespace {
 
-void check(const at::Tensor& t, int64_t dim, const char* name) {
-  TORCH_CHECK(t.device().is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous() && t.dim() == dim,
-              "lstmp_cpu: ", name, " must be a contiguous ", dim, "-d float32 CPU tensor");
+// contiguous: the loops index raw pointers; inputs and incoming gradients are copied step-major
+// anyway, so they only need to be float32 CPU tensors of the right rank.
+void check(const at::Tensor& t, int64_t dim, const char* name, bool contiguous = true) {
+  TORCH_CHECK(t.device().is_cpu() && t.scalar_type() == at::kFloat && t.dim() == dim &&
+                  (!contiguous || t.is_contiguous()),
+              "lstmp_cpu: ", name, " must be a ", contiguous ? "contiguous " : "", dim, "-d float32 CPU tensor");
 }
 
 // exp(-x) for x < -88 is inf, and fast math's division (reciprocal + a Newton step) turns
@@ -132,15 +139,13 @@ void backward_layer(at::Tensor dH_total, const at::Tensor& A, const at::Tensor& 
 //   flat, 6 per layer; all but H are what backward needs.
 // Each layer's work, its input matmul over all steps included, runs on one thread: a matmul of
 // 400 rows gains little from a second core, and two layers at once use both fully.
-std::vector<at::Tensor> lstmp_forward(const std::vector<at::Tensor>& x, const std::vector<at::Tensor>& w_ih,
-                                      const std::vector<at::Tensor>& w_hh, const std::vector<at::Tensor>& w_hr,
-                                      const std::vector<at::Tensor>& bias) {
+std::vector<at::Tensor> lstmp_forward(at::TensorList x, at::TensorList w_ih, at::TensorList w_hh,
+                                      at::TensorList w_hr, at::TensorList bias) {
   const size_t n = x.size();
   TORCH_CHECK(w_ih.size() == n && w_hh.size() == n && w_hr.size() == n && bias.size() == n,
               "lstmp_cpu: one x, w_ih, w_hh, w_hr and bias per layer");
   for (size_t k = 0; k < n; ++k) {
-    TORCH_CHECK(x[k].device().is_cpu() && x[k].scalar_type() == at::kFloat && x[k].dim() == 3,
-                "lstmp_cpu: x must be a 3-d float32 CPU tensor");
+    check(x[k], 3, "x", /*contiguous=*/false);
     check(w_ih[k], 2, "w_ih");
     check(w_hh[k], 2, "w_hh");
     check(w_hr[k], 2, "w_hr");
@@ -171,15 +176,13 @@ std::vector<at::Tensor> lstmp_forward(const std::vector<at::Tensor>& x, const st
 //   the loop:   dA_t (gradient at the gate pre-activations), and dH_total_t = dH_t + W_hh^T dA_{t+1}
 //   then:       dx = dA W_ih,  dW_ih = dA^T X,  dW_hh = dA^T H_{t-1},  dW_hr = dH_total^T M,
 //               db = sum dA                       one matmul each, over all steps at once
-std::vector<at::Tensor> lstmp_backward(const std::vector<at::Tensor>& dH, const std::vector<at::Tensor>& saved,
-                                       const std::vector<at::Tensor>& w_ih, const std::vector<at::Tensor>& w_hh,
-                                       const std::vector<at::Tensor>& w_hr) {
+std::vector<at::Tensor> lstmp_backward(at::TensorList dH, at::TensorList saved, at::TensorList w_ih,
+                                       at::TensorList w_hh, at::TensorList w_hr) {
   const size_t n = dH.size();
   TORCH_CHECK(saved.size() == 6 * n && w_ih.size() == n && w_hh.size() == n && w_hr.size() == n,
               "lstmp_cpu: one dH, saved forward (6 tensors), w_ih, w_hh and w_hr per layer");
   for (size_t k = 0; k < n; ++k) {
-    TORCH_CHECK(dH[k].device().is_cpu() && dH[k].scalar_type() == at::kFloat && dH[k].dim() == 3,
-                "lstmp_cpu: dH must be a 3-d float32 CPU tensor");
+    check(dH[k], 3, "dH", /*contiguous=*/false);
     for (size_t i = 0; i < 6; ++i) check(saved[6 * k + i], 3, "a saved tensor");
   }
   std::vector<at::Tensor> out(5 * n);
@@ -205,7 +208,7 @@ std::vector<at::Tensor> lstmp_backward(const std::vector<at::Tensor>& dH, const 
   return out;
 }
 
-PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.def("forward", &lstmp_forward, "LSTMP time loops, forward");
-  m.def("backward", &lstmp_backward, "LSTMP time loops, backward");
+TORCH_LIBRARY(ctxrep_lstmp, m) {
+  m.def("forward", &lstmp_forward);
+  m.def("backward", &lstmp_backward);
 }

@@ -16,16 +16,21 @@ a time through autograd; at the default biLM's batch of 16 that overhead outweig
 and a matmul of 16 (or 400) rows gains little from a second core where a second layer gains a
 whole one (``bench/bench_bilm.py`` prints both).
 
-The kernel is compiled once per machine with torch's extension builder (g++ and ninja, ~1 min;
-cached under ``~/.cache/torch_extensions``). Where it cannot be built, :func:`kernel` returns
-None, says why once, and the layer runs ``torch.nn.LSTM``: the same function, different rounding.
+The kernel is compiled once per machine and kernel version with torch's extension builder (g++
+and ninja, ~10-30 s), into a folder named by a hash of its source and build flags under torch's
+extension cache (``~/.cache/torch_extensions``, or ``$TORCH_EXTENSIONS_DIR``): every clone of
+the project, and every copy of the package a test makes, shares one build of the same source.
+Where it cannot be built, :func:`kernel` returns None, says why once, and the layer runs
+``torch.nn.LSTM``: the same function, different rounding.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import logging
 import os
+import sysconfig
 import warnings
 from pathlib import Path
 
@@ -38,16 +43,33 @@ log = logging.getLogger(__name__)
 
 @functools.cache
 def kernel():
-    """The compiled extension module, or None (with one warning) where it cannot be built."""
+    """The compiled operators (``torch.ops.ctxrep_lstmp``), or None (with one warning) where
+    they cannot be built."""
     try:
         import ninja  # the build tool torch's extension builder runs, from the package index
 
         os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
         from torch.utils import cpp_extension
 
-        # the first call on a machine compiles for about a minute, and says nothing meanwhile
-        log.info("loading the CPU LSTM kernel (compiled on a machine's first use: about a minute, once)")
-        return cpp_extension.load(name="ctxrep_lstmp_cpu", sources=[str(SOURCE)], extra_cflags=compiler_flags())
+        # torch's builder keys its cache on the source's path as well as its text: built from
+        # each clone's own file, two clones (or a test's copy of the package) would rebuild it
+        # in turn. So the source is built from a copy inside a folder named by what it compiles.
+        flags = compiler_flags()
+        text = SOURCE.read_bytes()
+        build_info = [" ".join(flags), torch.__version__, sysconfig.get_config_var("EXT_SUFFIX") or ""]
+        key = hashlib.sha256(b"\0".join([text, *(info.encode() for info in build_info)]))
+        root = Path(os.environ.get("TORCH_EXTENSIONS_DIR") or cpp_extension.get_default_build_root())
+        build = root / f"ctxrep_lstmp_cpu-{key.hexdigest()[:16]}"
+        build.mkdir(parents=True, exist_ok=True)
+        source = build / SOURCE.name
+        if not source.is_file() or source.read_bytes() != text:
+            tmp = build / f".{SOURCE.name}.{os.getpid()}"
+            tmp.write_bytes(text)
+            os.replace(tmp, source)  # atomic: a concurrent build never reads half a file
+        log.info("loading the CPU LSTM kernel (compiled on a machine's first use: under a minute, once)")
+        cpp_extension.load(name="ctxrep_lstmp_cpu", sources=[str(source)], extra_cflags=flags,
+                           build_directory=str(build), is_python_module=False)
+        return torch.ops.ctxrep_lstmp
     except Exception as error:  # no compiler, no ninja, a failed build: the slower path still works
         last_line = (str(error).strip().splitlines() or [""])[-1]
         warnings.warn(f"ctxrep: the CPU LSTMP kernel could not be built ({type(error).__name__}: {last_line}); "
@@ -79,7 +101,7 @@ class LstmpFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, n, *args):
         xs, weights = args[:n], [args[n + 5 * k : n + 5 * (k + 1)] for k in range(n)]
-        w_ih, w_hh, w_hr = ([w[i].contiguous() for w in weights] for i in range(3))
+        w_ih, w_hh, w_hr = ([w[i] for w in weights] for i in range(3))  # the C++ checks their layout
         saved = kernel().forward(list(xs), w_ih, w_hh, w_hr, [w[3] + w[4] for w in weights])
         ctx.n = n
         ctx.save_for_backward(*saved, *w_ih, *w_hh, *w_hr)

@@ -33,6 +33,7 @@ from ctxrep import seeds
 from ctxrep.training.checkpoints import Checkpoints
 from ctxrep.training.curves import Curves, is_point, train_point, val_point
 from ctxrep.training.distributed import Dist
+from ctxrep.training.host_memory import keep_freed_memory
 from ctxrep.training.optim import lr_factor, make_optimizer
 
 log = logging.getLogger(__name__)
@@ -177,6 +178,8 @@ def train(objective: Objective, cfg: LoopConfig, ckpt_dir: Path, run=None,
     d = dist_info or Dist()
     model = objective.model
     device = next(model.parameters()).device
+    if device.type == "cpu":
+        keep_freed_memory()  # a step's freed blocks reused by the next, not faulted in again
     optimizer = make_optimizer(model, cfg.optimizer, cfg.lr, cfg.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: lr_factor(s, cfg.steps, cfg.warmup_fraction, cfg.schedule))
