@@ -5,7 +5,9 @@ position a real word; <S>/</S> count as tokens), words drawn Zipf-distributed fr
 so that they repeat within a batch as in running text. Model FLOP utilisation (MFU) = analytic
 model FLOPs/s (ctxrep.models.bilm.flops_per_token x tokens/s, the char-CNN counted once per
 token) over the peak matmul FLOP/s measured in this run (a large square matmul loop, fp32, or
-bf16 with --bf16; read before and after every round of timed steps, the best reading kept).
+bf16 with --bf16), read before and after every round of timed steps: each round's steps are
+divided by the better of the two readings beside it, and the median over rounds is printed,
+with the MFU of the median step against the run's best reading beside it (the lower bound).
 The peer is the same network with the same weights written in plain ``torch.nn``
 (``torch.nn.LSTM`` stacks, the char-CNN run on every token); ctxrep's encoder runs the char-CNN
 once per distinct word, so it also prints the hardware FLOP utilisation (the FLOPs actually
@@ -178,8 +180,10 @@ def main() -> None:
         for _ in range(args.warmup):
             step(name)
     seconds_per_step = {name: [] for name in models}
-    # The peak is read between the rounds too, and the best reading kept: a shared machine's
-    # speed drifts, and one reading taken in a slow moment would flatter every MFU.
+    # The peak is read before the first round and after each: a shared machine's speed drifts
+    # (readings 126-196 GFLOP/s within an hour here), and steps and peak slow down together. Each
+    # round is judged against the better of the two readings beside it (one slow reading cannot
+    # flatter it), and the run's best reading against the median step is printed beside that.
     dtype = torch.bfloat16 if args.bf16 else torch.float32
     peak_readings = [peak_matmul_flops(device, dtype, seconds=0.5)]
     for _ in range(args.repeats):
@@ -225,21 +229,28 @@ def main() -> None:
         ("train FLOPs / token", f"{result['train_flops_per_token'] / 1e6:.1f} MFLOP (char-CNN path "
                                 f"{char_flops / 1e6:.1f})"),
         ("peak matmul FLOP/s", f"{peak / 1e9:.1f} GFLOP/s (best of {len(peak_readings)} readings, "
-                               f"{min(peak_readings) / 1e9:.1f}-{peak / 1e9:.1f}, between the rounds)"),
+                               f"{min(peak_readings) / 1e9:.1f}-{peak / 1e9:.1f}, before and after each "
+                               f"round; MFU: each round against the better reading beside it, median)"),
     ]
+    beside = [max(before, after) for before, after in zip(peak_readings, peak_readings[1:])]
     for name, label in (("peer", "peer: torch.nn, every token encoded"), ("ctxrep", "ctxrep BiLM")):
         step_seconds = statistics.median(seconds_per_step[name])
         tokens_per_second = tokens_per_step / step_seconds
         model_flops = flops_per_token(config) * tokens_per_second
+        model_flops_per_step = flops_per_token(config) * tokens_per_step
         # what the hardware executed: the char-CNN path once per distinct word for ctxrep
-        executed = (flops_per_token(config) * tokens_per_step
-                    - (char_flops * (tokens_per_step - distinct) if name == "ctxrep" else 0)) / step_seconds
+        executed_per_step = model_flops_per_step - (
+            char_flops * (tokens_per_step - distinct) if name == "ctxrep" else 0)
+        mfu = statistics.median(model_flops_per_step / t / p for t, p in zip(seconds_per_step[name], beside))
+        hardware = statistics.median(executed_per_step / t / p for t, p in zip(seconds_per_step[name], beside))
         result[name] = {"step_ms": 1e3 * step_seconds,
                         "step_ms_per_repeat": [1e3 * t for t in seconds_per_step[name]],
                         "tokens_per_second": tokens_per_second, "model_flops_per_second": model_flops,
-                        "mfu": model_flops / peak, "hardware_flops_utilisation": executed / peak}
+                        "mfu": mfu, "hardware_flops_utilisation": hardware,
+                        "mfu_against_best_peak": model_flops / peak}
         rows += [(label, f"{1e3 * step_seconds:.1f} ms/step, {tokens_per_second:,.0f} tokens/s, "
-                         f"MFU {100 * model_flops / peak:.1f}% (hardware FLOPs {100 * executed / peak:.1f}%)")]
+                         f"MFU {100 * mfu:.1f}% (hardware FLOPs {100 * hardware:.1f}%; against the "
+                         f"run's best peak {100 * model_flops / peak:.1f}%)")]
     # The LSTM's time loop runs its matmuls one step at a time on B rows: these shapes, not the
     # peak's square one, bound what that part of the FLOPs can reach. (ctxrep's kernel computes
     # the input and weight-gradient matmuls over all steps at once, at the large shapes.)

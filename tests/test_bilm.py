@@ -12,6 +12,7 @@ from ctxrep.models.bilm import (
     BiLM,
     BiLMConfig,
     LstmWithProjection,
+    distinct_rows,
     flops_per_token,
     log_uniform_probability,
     reverse_padded,
@@ -195,6 +196,23 @@ def test_char_cnn_encodes_each_distinct_word_once_with_the_same_values_and_gradi
     torch.testing.assert_close(tokens, each)
     for name, p in cnn.named_parameters():
         torch.testing.assert_close(fast[name], p.grad, rtol=1e-5, atol=1e-4)  # summed in another order
+
+
+def test_distinct_rows_are_torch_unique_rows_even_where_two_keys_collide():
+    """Rows keyed by a dot product, exact anyway: where two distinct rows share a key (made so
+    here from the function's own coefficients) the result is still every distinct row once."""
+    generator = torch.Generator().manual_seed(0)
+    words = torch.randint(0, 262, (30, 6), generator=generator)
+    rows = words[torch.randint(0, 30, (100,), generator=generator)]
+    coefficients = torch.randint(1, 2**31, (6,), generator=torch.Generator().manual_seed(0))
+    collide = torch.zeros(2, 6, dtype=torch.long)  # c_1 * e_0 and c_0 * e_1: the key c_0 c_1 twice
+    collide[0, 0], collide[1, 1] = coefficients[1], coefficients[0]
+    for batch in (rows, torch.cat([rows, collide])):
+        distinct, inverse = distinct_rows(batch)
+        assert torch.equal(distinct[inverse], batch)
+        expected = torch.unique(batch, dim=0)
+        assert distinct.shape == expected.shape
+        assert torch.equal(torch.unique(distinct, dim=0), expected)  # each distinct row once
 
 
 def random_targets(mask: torch.Tensor, vocab_size: int) -> torch.Tensor:
