@@ -12,6 +12,7 @@ from ctxrep.models.bilm import (
     BiLM,
     BiLMConfig,
     LstmWithProjection,
+    content_width,
     distinct_rows,
     flops_per_token,
     log_uniform_probability,
@@ -196,6 +197,43 @@ def test_char_cnn_encodes_each_distinct_word_once_with_the_same_values_and_gradi
     torch.testing.assert_close(tokens, each)
     for name, p in cnn.named_parameters():
         torch.testing.assert_close(fast[name], p.grad, rtol=1e-5, atol=1e-4)  # summed in another order
+
+
+def test_char_cnn_cut_after_the_longest_word_gives_the_full_width_values_and_gradients():
+    """The char-CNN runs only up to the longest word plus the widest filter: in float64 its values
+    and gradients are those of all max_chars_per_token positions, also where a padding window
+    holds a filter's max (its id's embedding made large here), for a word that fills every
+    position (nothing cut) and beside a missing word (all ids 0)."""
+    model = tiny_bilm().double()
+    cnn = model.token_encoder
+    with torch.no_grad():
+        cnn.char_embedding.weight[261] = 3.0  # the padding id: its windows win some filters' max
+    widest = max(width for width, _ in tiny_config().filters)
+    W = 50
+    sentences = ([["a", "bb", "dog"], ["the", "cat", "sat", "down"]],  # cut at 6 + 3 of 50
+                 [["a", "x" * (W - 2)]])  # BOW + 48 bytes + EOW: every position is the word's
+    for batch, width in zip(sentences, (6 + widest, W)):
+        char_ids, mask = encode(batch)
+        words = char_ids.reshape(-1, W)
+        assert content_width(words, widest) == width
+        grads = []
+        for cut in (True, False):
+            cnn.zero_grad()
+            if cut:
+                tokens = cnn(char_ids, mask)
+            else:  # every position, every token
+                chars = cnn.char_embedding(words).transpose(1, 2)
+                features = torch.cat([conv(chars).max(dim=-1).values for conv in cnn.convs], dim=-1)
+                tokens = (cnn.projection(cnn.highway(cnn.activation(features)))
+                          .view(*mask.shape, -1) * mask.unsqueeze(-1))
+            tokens.pow(2).sum().backward()
+            grads.append((tokens.detach(), {n: p.grad.clone() for n, p in cnn.named_parameters()}))
+        (cut_tokens, cut_grads), (full_tokens, full_grads) = grads
+        torch.testing.assert_close(cut_tokens, full_tokens, rtol=1e-12, atol=1e-12)
+        for name in full_grads:
+            torch.testing.assert_close(cut_grads[name], full_grads[name], rtol=1e-10, atol=1e-12)
+        if width < W:  # the padding id won somewhere, so the cut kept a window it had to keep
+            assert full_grads["char_embedding.weight"][261].abs().sum() > 0
 
 
 def test_distinct_rows_are_torch_unique_rows_even_where_two_keys_collide():
@@ -496,5 +534,12 @@ def test_flops_per_token_matches_counted_flops():
     targets = random_targets(mask, config.vocab_size)
     with FlopCounterMode(display=False) as counter:
         model.lm_loss(char_ids, targets, mask).loss.backward()
-    per_token = counter.get_total_flops() / mask.sum().item()
-    assert per_token == pytest.approx(flops_per_token(config), rel=0.1)
+    tokens = mask.sum().item()
+    per_token = counter.get_total_flops() / tokens
+    # executed: the char-CNN once per distinct word, over the positions up to the cut
+    words, _ = distinct_rows(char_ids.reshape(tokens, -1))
+    chars = content_width(words, max(width for width, _ in config.filters))
+    assert chars < config.max_chars_per_token
+    char_path_run = 3 * bilm_module.token_encoder_flops(config, chars=chars) * len(words) / tokens
+    expected = flops_per_token(config) - 3 * bilm_module.token_encoder_flops(config) + char_path_run
+    assert per_token == pytest.approx(expected, rel=0.05)

@@ -189,7 +189,11 @@ class CharCNN(nn.Module):
         out = W_p x + b_p                                   projection to projection_dim
     The vector depends only on the word's characters, so any word, seen or not, gets one, and
     each distinct word in a batch is encoded once (running text repeats its words: a batch of
-    64 Wikipedia sentences holds about 2 tokens per distinct word).
+    64 Wikipedia sentences holds about 2 tokens per distinct word). A word's padding makes every
+    window past its last character read the same ids, so the max over those windows is the
+    value of any one of them: the batch's chars are cut after the longest word plus the widest
+    filter (``content_width``), which keeps one such window per word and skips about half of the
+    convolutions on Wikipedia's words (same value, same gradient, up to rounding).
     """
 
     def __init__(self, config: BiLMConfig) -> None:
@@ -199,12 +203,14 @@ class CharCNN(nn.Module):
         self.activation = ACTIVATIONS[config.activation]
         self.highway = Highway(config.n_filters, config.n_highway, activation=F.relu)
         self.projection = nn.Linear(config.n_filters, config.projection_dim)
+        self.widest_filter = max(width for width, _ in config.filters)
 
     def forward(self, char_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """(B, T, W) char ids -> (B, T, P) token vectors, zero where ``mask`` is False."""
         B, T, W = char_ids.shape
         words, occurrence = distinct_rows(char_ids.reshape(B * T, W))
-        # (distinct words, E, W), Conv1d's layout, made once (each conv would copy it, both ways)
+        words = words[:, :content_width(words, self.widest_filter)]
+        # (distinct words, E, width), Conv1d's layout, made once (each conv would copy it, both ways)
         chars = self.char_embedding(words).transpose(1, 2).contiguous()
         # max, not amax: the same value and, summed, the same gradient (tied windows read the same
         # characters); its backward scatters to one position where amax's compares and divides
@@ -214,6 +220,23 @@ class CharCNN(nn.Module):
         # fixed order (indexing's backward uses parallel atomic adds on CPU).
         tokens = F.embedding(occurrence, vectors)
         return tokens.view(B, T, -1) * mask.unsqueeze(-1)
+
+
+def content_width(words: torch.Tensor, widest: int) -> int:
+    """How many leading char positions of (N, W) ``words`` a max-pooled convolution of widths up
+    to ``widest`` needs: the last position where some word's id differs from its final id (its
+    padding), plus 1, plus ``widest``, at most W.
+
+    Every window that starts at or after that last differing position reads one id over and over
+    (each word's own padding id), so all of a word's windows there give one value. Cutting at the
+    width returned keeps, for every filter width w, the window that starts there (it ends by the
+    cut) and drops only copies of it: the max is unchanged, and where a dropped copy held it, the
+    kept one reads the same ids, so the gradient is unchanged too.
+    """
+    W = words.shape[1]
+    differs = (words != words[:, -1:]).any(dim=0).nonzero()
+    content = int(differs[-1]) + 1 if len(differs) else 0
+    return min(W, content + widest)
 
 
 def distinct_rows(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -599,9 +622,11 @@ def forward_flops_per_token(config: BiLMConfig, softmax: bool) -> float:
     return token_encoder_flops(config) + lstms + output
 
 
-def token_encoder_flops(config: BiLMConfig) -> float:
-    """Forward FLOPs of the char-CNN token encoder for one word: convolutions, highway, projection."""
-    W, E, K, P = config.max_chars_per_token, config.char_embed_dim, config.n_filters, config.projection_dim
+def token_encoder_flops(config: BiLMConfig, chars: int | None = None) -> float:
+    """Forward FLOPs of the char-CNN token encoder for one word: convolutions, highway, projection,
+    the convolutions over ``chars`` positions (the model's: ``max_chars_per_token``)."""
+    E, K, P = config.char_embed_dim, config.n_filters, config.projection_dim
+    W = config.max_chars_per_token if chars is None else chars
     char_cnn = sum(2 * (W - width + 1) * width * E * n for width, n in config.filters)
     highway = config.n_highway * 2 * K * (2 * K)
     return char_cnn + highway + 2 * K * P

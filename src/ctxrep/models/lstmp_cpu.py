@@ -66,7 +66,7 @@ def kernel():
             tmp = build / f".{SOURCE.name}.{os.getpid()}"
             tmp.write_bytes(text)
             os.replace(tmp, source)  # atomic: a concurrent build never reads half a file
-        log.info("loading the CPU LSTM kernel (compiled on a machine's first use: under a minute, once)")
+        log.info("loading the CPU LSTM kernel (compiled on a machine's first use: about 15 s, once)")
         cpp_extension.load(name="ctxrep_lstmp_cpu", sources=[str(source)], extra_cflags=flags,
                            build_directory=str(build), is_python_module=False)
         return torch.ops.ctxrep_lstmp
