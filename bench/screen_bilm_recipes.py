@@ -58,7 +58,8 @@ def main() -> None:
     cfg = loop.LoopConfig(steps=args.steps, lr=args.lr, optimizer="adamw", weight_decay=0.0,
                           warmup_fraction=args.warmup_fraction, schedule="linear", grad_clip=10.0,
                           grad_accum=1, eval_every=args.eval_every, checkpoint_every=0,
-                          log_every=10**9, seed=0, compile=False)
+                          log_every=10**9, seed=0, compile=False,
+                          precision="fp32")
     with tempfile.TemporaryDirectory() as checkpoints:
         result = loop.train(objective, cfg, Path(checkpoints), desc=args.name)
     line = {"name": args.name, "args": {k: v for k, v in vars(args).items() if k != "out"},

@@ -31,12 +31,12 @@ def train(ctx, p) -> None:
     with config.as_param_error("pretrain_bert"):  # before any work
         model_config = BertConfig.from_params(p, vocab_size=len(vocab), pad_token_id=vocab["[PAD]"])
 
-    dist = init_distributed()
+    dist = init_distributed(config.load_section("launch", ctx.params).world_size)
     device = default_device(dist)
     torch.manual_seed(p.seed)
     model = BertForPreTraining(model_config).to(device)
     objective = BertObjective(model, load_documents(corpus, "train"),
-                              load_documents(corpus, "validation"), vocab, p, device)
+                              load_documents(corpus, "validation"), vocab, p, device, dist)
     key = run_key(config.as_dict(p), corpus.meta)
     result = train_loop(objective, LoopConfig.from_params(p), CKPT / key, ctx.run, dist,
                         desc="pretrain_bert", live_dir=LIVE)

@@ -32,7 +32,7 @@ def train(ctx, p) -> None:
     with config.as_param_error("pretrain_bilm"):  # before any work
         model_config = BiLMConfig.from_params(p, vocab_size=len(vocab))
 
-    dist = init_distributed()
+    dist = init_distributed(config.load_section("launch", ctx.params).world_size)
     device = default_device(dist)
     torch.manual_seed(p.seed)
     model = BiLM(model_config).to(device)
@@ -41,7 +41,8 @@ def train(ctx, p) -> None:
     train = load_sentences(corpus, "train", types)
     heldout = load_sentences(corpus, "validation", types, max_sentences=p.eval_sentences)
     chars, targets = types.tables()
-    objective = BiLMObjective(model, train, heldout, chars, targets, p.batch_size, p.seed, device)
+    objective = BiLMObjective(model, train, heldout, chars, targets, p.batch_size, p.seed, device,
+                              dist)
 
     # Checkpoints are keyed by the params and the data, so a changed run never resumes an old one.
     key = run_key(config.as_dict(p), corpus.meta)

@@ -83,8 +83,9 @@ def transitive_files(entry: Path, src: Path) -> set[Path]:
 
 
 def entry_points(cmd: str, root: Path) -> list[Path]:
-    """The Python files a stage command starts: ``python stages/x.py`` or ``ctxrep <sub>``."""
-    scripts = [root / m for m in re.findall(r"\bpython\s+(stages/\S+\.py)", cmd)]
+    """The Python files a stage command starts: ``python stages/x.py``, ``python -m ctxrep.x``
+    (with the stage script it starts: ``python -m ctxrep.launch stages/x.py``) or ``ctxrep <sub>``."""
+    scripts = [root / m for m in re.findall(r"(?:^|\s)(stages/\S+\.py)", cmd)]
     scripts += [module_file(root / "src", m) for m in re.findall(rf"\bpython\s+-m\s+({PACKAGE}\.\S+)", cmd)]
     if re.search(r"(^|\s)ctxrep\s", cmd):
         scripts.append(root / "src" / PACKAGE / "cli.py")

@@ -264,6 +264,42 @@ def test_training_step_reduces_loss_and_bf16_autocast_runs():
     assert out.loss.dtype == torch.float32 and torch.isfinite(out.loss)
 
 
+def explicit_attention(attention, x, key_mask):
+    """softmax(Q K^T / sqrt(d) + M) V with the score matrix written out, in float64: the formula
+    the SDPA kernel must compute (whichever backend torch picks for the device and dtype)."""
+    batch, length, hidden = x.shape
+    heads = attention.num_heads
+    qkv = F.linear(x.double(), attention.qkv.weight.double(), attention.qkv.bias.double())
+    q, k, v = qkv.view(batch, length, 3, heads, -1).permute(2, 0, 3, 1, 4)
+    scores = q @ k.transpose(-1, -2) / (hidden // heads) ** 0.5
+    scores = scores.masked_fill(~key_mask, float("-inf"))
+    y = (scores.softmax(-1) @ v).transpose(1, 2).reshape(batch, length, hidden)
+    return F.linear(y, attention.out.weight.double(), attention.out.bias.double())
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_sdpa_attention_equals_explicit_attention(precision):
+    """The SDPA call (CUDA's flash/efficient kernels, CPU's flash kernel or the math path) against
+    the explicit formula, with padded keys, in value and in gradient; bf16 as autocast runs it."""
+    attention = tiny_model().bert.layers[0].attention.eval()
+    _, _, attention_mask = padded_batch()
+    key_mask = attention_mask.bool()[:, None, None, :]
+    x = torch.randn(3, 16, 32, generator=torch.Generator().manual_seed(1), requires_grad=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
+        y = attention(x, key_mask)
+    expected = explicit_attention(attention, x, key_mask)
+    tolerance = 1e-5 if precision == "fp32" else 5e-2  # bf16: 8 bits of mantissa
+    real = attention_mask.bool()
+    assert (y.double() - expected)[real].abs().max() <= tolerance * expected.abs().max()
+    # a loss on the real positions' outputs only (a padded query's output is never read)
+    weights = torch.randn(y.shape, generator=torch.Generator().manual_seed(2)) * real[..., None]
+    (grad,) = torch.autograd.grad((y.float() * weights).sum(), x)
+    (grad_expected,) = torch.autograd.grad((expected * weights.double()).sum(), x)
+    assert (grad.double() - grad_expected).abs().max() <= tolerance * grad_expected.abs().max()
+    if precision == "fp32":  # padded keys take no attention weight: their inputs get no gradient
+        assert grad[~real].abs().max() == 0
+
+
 def test_decay_groups_exempt_biases_and_layernorm():
     model = tiny_model()
     decay, no_decay = decay_groups(model, 0.01)

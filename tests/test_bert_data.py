@@ -244,7 +244,7 @@ def test_collator_pads_to_the_batch_maximum_and_masks():
     documents = corpus(5, n_docs=6)
     instances = create_nsp_instances(documents, 40, 0.5, random.Random(0), SPECIAL)[:8]
     collate = PretrainingCollator(SPECIAL, vocab_size=10_000, pad_to_multiple_of=8)
-    batch = collate(instances, torch.Generator().manual_seed(0))
+    batch = collate(instances, list(range(len(instances))))
     longest = max(len(i.input_ids) for i in instances)
     assert batch["input_ids"].shape == (8, -(-longest // 8) * 8)
     for row, instance in enumerate(instances):
@@ -257,6 +257,26 @@ def test_collator_pads_to_the_batch_maximum_and_masks():
         assert torch.equal(batch["labels"][row, :n][chosen], original[chosen])
         assert (batch["labels"][row, n:] == IGNORE_INDEX).all()
     assert batch["next_sentence_label"].tolist() == [int(i.is_random_next) for i in instances]
+
+
+def test_an_instance_is_masked_the_same_in_any_batch_or_rank():
+    """Masks are drawn per instance: a global batch split across DDP ranks (or bucketed with
+    other instances, or padded to another length) masks each instance as one process does."""
+    documents = corpus(5, n_docs=6)
+    instances = create_nsp_instances(documents, 40, 0.5, random.Random(0), SPECIAL)[:8]
+    collate = PretrainingCollator(SPECIAL, vocab_size=10_000)
+    row_seeds = [1000 + i for i in range(8)]
+    whole = collate(instances, row_seeds)
+    for rank in range(2):  # the loop's split: rank r takes rows r, r + world, ...
+        part = collate(instances[rank::2], row_seeds[rank::2])
+        for j, row in enumerate(range(rank, 8, 2)):
+            n = len(instances[row].input_ids)
+            assert torch.equal(part["input_ids"][j, :n], whole["input_ids"][row, :n])
+            assert torch.equal(part["labels"][j, :n], whole["labels"][row, :n])
+    assert not torch.equal(collate(instances, [s + 1 for s in row_seeds])["labels"],
+                           whole["labels"])  # the seeds do choose the masks
+    with pytest.raises(ValueError, match="one per instance"):
+        collate(instances, row_seeds[:-1])
 
 
 def test_collator_from_vocab_masks_whole_wordpiece_words():
@@ -274,7 +294,7 @@ def test_collator_from_vocab_masks_whole_wordpiece_words():
     instances = create_nsp_instances(documents, 64, 0.0, random.Random(1), SPECIAL)
     collate = PretrainingCollator.from_vocab(vocab, whole_word=True)
     for step in range(10):
-        batch = collate(instances, torch.Generator().manual_seed(step))
+        batch = collate(instances, [step * len(instances) + i for i in range(len(instances))])
         original = collate.pad(instances)["input_ids"]
         chosen = batch["labels"] != IGNORE_INDEX
         # A continuation piece is chosen exactly when the piece before it is, unless truncation

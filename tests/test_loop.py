@@ -42,7 +42,8 @@ def cfg(**kw):
     return loop.LoopConfig(**{"steps": 25, "lr": 0.01, "optimizer": "adamw", "weight_decay": 0.01,
                               "warmup_fraction": 0.02, "schedule": "linear", "grad_clip": 1.0,
                               "grad_accum": 1, "eval_every": 0, "checkpoint_every": 5,
-                              "log_every": 10, "seed": 3, "compile": False, **kw})
+                              "log_every": 10, "seed": 3, "compile": False, "precision": "fp32",
+                              **kw})
 
 
 def weights(model):

@@ -18,7 +18,7 @@ SEEDS_FILE = SRC / "seeds.py"
 def test_derived_seeds_are_pinned():
     # base * stride + counter, with the values the pipeline has always used
     assert seeds.STEP_DROPOUT.at(3, 17) == 3 * 1_000_003 + 17 == 3_000_026
-    assert seeds.BERT_MASKING.at(12345, 40) == 12_345_037_075
+    assert seeds.BERT_MASKING.at(12345, (1 << 32) | 7) == 16_640_004_338
     assert seeds.FINETUNE_BATCHES.at(2, 3) == 2_000_009
     assert seeds.BILM_BATCHES.at(12345, 2) == 97_760_057
     assert seeds.FEATURE_BATCHES.at(1, 0) == 7_919

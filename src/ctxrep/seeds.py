@@ -12,9 +12,8 @@ So a stream is a pure function of (base, counter): a run resumed at step k repla
 exactly. With a prime stride, two bases share no seed for counters below the stride; the
 stride-1 streams (BERT's epoch batches, its held-out instances) are ``base + counter``, so base
 5 at epoch 1 draws what base 6 draws at epoch 0, and ``BERT_HELDOUT`` equals ``BERT_BATCHES`` at
-epoch 1. ``STEP_DROPOUT`` and ``BERT_MASKING`` share a stride, so with one micro-batch per step
-BERT's dropout and its masks start from the same seed (one seeds torch's global generator, the
-other a generator of its own). These overlaps are old and harmless, and the strides
+epoch 1. ``STEP_DROPOUT`` and ``BERT_MASKING`` share a stride (one seeds torch's global generator, the
+other a generator per instance). These overlaps are old and harmless, and the strides
 are part of the results: every output of the pipeline depends on these
 exact numbers, so an existing stream's stride never changes; a new purpose gets a new
 :class:`Stream` here. What must be the same in every run (which examples a task keeps, which go
@@ -50,8 +49,11 @@ BILM_BATCHES = Stream("the biLM's length-bucketed batches of an epoch (counter: 
 BERT_INSTANCES = Stream("BERT's training instances (segment pairs) of an epoch "
                         "(counter: the epoch)", 104_729)
 BERT_BATCHES = Stream("BERT's length-bucketed batches of an epoch (counter: the epoch)", 1)
-BERT_MASKING = Stream("BERT's masked positions of a micro-batch "
-                      "(counter: the micro-batch, step * grad_accum + i)", 1_000_003)
+# One generator per training instance, not per micro-batch: an instance's masks are then the
+# same whichever micro-batch, padding or DDP rank it lands in, so N processes mask the global
+# batch exactly as one does. Fresh each epoch (the id holds the epoch).
+BERT_MASKING = Stream("BERT's masked positions of one training instance "
+                      "(counter: the instance's id, epoch << 32 | index)", 1_000_003)
 BERT_HELDOUT = Stream("BERT's held-out instances (counter: always 1)", 1)
 BERT_HELDOUT_COUNTER = 1
 

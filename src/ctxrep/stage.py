@@ -169,6 +169,8 @@ def _stage(name: str, section: str | None, track: bool,
     logged = {"profile": profile, **(logged_params or {})}
     if sec is not None:
         logged[section] = config.as_dict(sec)
+    if track and int(os.environ.get("RANK", "0")) != 0:
+        track = False  # under torchrun: rank 0's run is the stage's run
     if track and not tracking.enabled():
         log.info("%s: no MLflow run (%s=%s)", name, tracking.SWITCH_ENV,
                  os.environ[tracking.SWITCH_ENV])

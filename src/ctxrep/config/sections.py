@@ -13,6 +13,8 @@ from ctxrep.config.fields import (MAX_BATCH, MAX_CLIP, MAX_COUNT, MAX_DIM, MAX_E
 from ctxrep.config.methods import BERT_MODELS, METHODS
 from ctxrep.errors import InputError
 
+PRECISIONS = ("fp32", "bf16")  # the training loop's autocast (ctxrep.training.loop)
+
 
 @section
 class DataParams:
@@ -66,7 +68,11 @@ class LoopParams:
     checkpoint_every: int = param(ge=0, le=MAX_STEPS, doc="0 = no intermediate checkpoints")
     log_every: int = param(ge=1, le=MAX_STEPS)
     seed: int = param(ge=0, le=MAX_SEED)
-    compile: bool = param(doc="torch.compile the model (CUDA)")
+    compile: bool = param(doc="torch.compile the training model (inductor: CPU with a C++ "
+                                  "compiler, or CUDA)")
+    precision: str = param(choices=PRECISIONS,
+                           doc="bf16: autocast on the run's device, CPU included (weights, "
+                               "gradients and optimizer stay fp32); fp32: no autocast")
 
 
 # What a pretraining stage builds its model from when it trains (its DVC dependency).
@@ -290,6 +296,8 @@ class FinetuneTransferParams:
     doc_stride: int = param(ge=1, doc="span QA: overlap step of windows over long contexts")
     dropout: float = param(ge=0.0, lt=1.0)
     grad_clip: float = param(ge=0.0, le=MAX_CLIP)
+    compile: bool = param(doc="torch.compile the fine-tuned model (as pretraining's key)")
+    precision: str = param(choices=PRECISIONS, doc="fp32 | bf16 autocast (as pretraining's key)")
 
     def check(self, section: str) -> None:
         if self.tasks is not None and not self.tasks:
@@ -302,6 +310,21 @@ class FinetuneTransferParams:
         if self.doc_stride >= self.max_seq_len:
             raise ParamError(f"{section}.doc_stride", self.doc_stride,
                              f"< max_seq_len ({self.max_seq_len})")
+
+
+@section
+class LaunchParams:
+    """``launch``: how many processes train the pretraining stages (``python -m ctxrep.launch``
+    starts them; torchrun's DDP above one). A param, not a command-line flag, so ``dvc.lock``
+    records how many processes wrote the weights; each stage checks that it runs as many."""
+
+    nproc_per_node: int = param(ge=1, le=1024, doc="processes per machine (one per GPU)")
+    nnodes: int = param(ge=1, le=4096, doc="machines (a static torchrun rendezvous above one: "
+                        "CTXREP_RDZV_ENDPOINT, CTXREP_NODE_RANK; docs/setup.md)")
+
+    @property
+    def world_size(self) -> int:
+        return self.nproc_per_node * self.nnodes
 
 
 @section
@@ -359,6 +382,7 @@ SECTIONS: dict[str, type] = {
     "tokenize": TokenizeParams,
     "pretrain_bilm": BiLMParams,
     "pretrain_bert": BertParams,
+    "launch": LaunchParams,
     "import_bert": ImportBertParams,
     "pretrain_static": StaticParams,
     "learning_curve": LearningCurveParams,

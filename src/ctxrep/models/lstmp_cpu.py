@@ -88,7 +88,13 @@ def compiler_flags() -> list[str]:
 def applies(x: torch.Tensor) -> bool:
     """Whether ``x`` goes through the kernel: fp32 on CPU, outside autocast (bf16 runs torch's LSTM)."""
     return (x.device.type == "cpu" and x.dtype == torch.float32 and not torch.is_autocast_enabled("cpu")
-            and kernel() is not None)
+            and available())
+
+
+@torch.compiler.assume_constant_result  # torch.compile asks once; it never traces the build
+def available() -> bool:
+    """Whether the kernel is built (or builds now) on this machine."""
+    return kernel() is not None
 
 
 class LstmpFunction(torch.autograd.Function):
@@ -131,6 +137,10 @@ def weights(lstm: nn.LSTM) -> list[torch.Tensor]:
     return [lstm.weight_ih_l0, lstm.weight_hh_l0, lstm.weight_hr_l0, lstm.bias_ih_l0, lstm.bias_hh_l0]
 
 
+# torch.compile runs the kernel as it is, between two compiled graphs: its operators have no
+# fake-tensor (meta) implementation for inductor to trace, and a C++ time loop has nothing left
+# for it to fuse.
+@torch.compiler.disable
 def lstmp(xs: list[torch.Tensor], lstms: list[nn.LSTM]) -> list[torch.Tensor]:
     """``[lstm(x)[0] for x, lstm in zip(xs, lstms)]`` for one-layer, batch-first
     ``nn.LSTM(proj_size=P)`` layers, through the kernel, the layers' time loops run concurrently."""

@@ -290,7 +290,7 @@ class PretrainingCollator:
 
     Returns a dict of (B, T) int64 tensors input_ids (masked), token_type_ids, attention_mask
     (1 at real tokens), labels (IGNORE_INDEX where not masked), and next_sentence_label (B,)
-    (0 IsNext, 1 NotNext). Call with a generator seeded by the caller per step.
+    (0 IsNext, 1 NotNext). Call with one seed per instance (the caller's random stream).
     """
 
     def __init__(
@@ -337,15 +337,27 @@ class PretrainingCollator:
             "next_sentence_label": next_sentence_label,
         }
 
-    def __call__(self, instances: Sequence[PretrainingInstance], generator: torch.Generator) -> dict[str, torch.Tensor]:
+    def __call__(self, instances: Sequence[PretrainingInstance], row_seeds: Sequence[int]) -> dict[str, torch.Tensor]:
+        """Pad, then mask each instance on its own tokens with a generator seeded by its entry of
+        ``row_seeds``: its masks do not depend on the batch it is in (nor on the padding, nor on
+        which DDP rank collates it)."""
+        if len(row_seeds) != len(instances):
+            raise ValueError(f"row_seeds: one per instance ({len(instances)}), got {len(row_seeds)}")
         batch = self.pad(instances)
         input_ids = batch["input_ids"]
-        special_mask = torch.isin(input_ids, torch.tensor(self.special.ids))
-        is_continuation = self.continuation_ids[input_ids] if self.whole_word else None
-        batch["input_ids"], batch["labels"] = mask_tokens(
-            input_ids, special_mask, self.vocab_size, self.special.mask, self.mlm_prob, generator,
-            whole_word=self.whole_word, is_continuation=is_continuation, special_ids=self.special.ids,
-        )  # fmt: skip
+        labels = torch.full_like(input_ids, IGNORE_INDEX)
+        special_ids = torch.tensor(self.special.ids)
+        for row, (instance, seed) in enumerate(zip(instances, row_seeds)):
+            n = len(instance.input_ids)
+            ids = input_ids[row : row + 1, :n]
+            is_continuation = self.continuation_ids[ids] if self.whole_word else None
+            masked, row_labels = mask_tokens(
+                ids, torch.isin(ids, special_ids), self.vocab_size, self.special.mask, self.mlm_prob,
+                torch.Generator().manual_seed(seed), whole_word=self.whole_word,
+                is_continuation=is_continuation, special_ids=self.special.ids,
+            )  # fmt: skip
+            input_ids[row, :n], labels[row, :n] = masked[0], row_labels[0]
+        batch["labels"] = labels
         return batch
 
 

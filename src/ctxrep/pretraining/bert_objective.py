@@ -17,6 +17,7 @@ from ctxrep.data.tokenized import TokenizedCorpus
 from ctxrep.models.bert import BertForPreTraining
 from ctxrep.batching import bucket_by_length
 from ctxrep.pretraining.bert_data import PretrainingCollator, SpecialTokens, create_nsp_instances
+from ctxrep.training.distributed import Dist, rank_share
 
 _EPOCH_SHIFT = 32
 
@@ -30,8 +31,8 @@ class BertObjective:
     ``ctxrep.training.loop.Objective``)."""
 
     def __init__(self, model: BertForPreTraining, train_docs, heldout_docs, vocab: dict, p,
-                 device: torch.device):
-        self.model, self.p, self.device = model, p, device
+                 device: torch.device, dist: Dist = Dist()):
+        self.model, self.p, self.device, self.dist = model, p, device, dist
         # the NSP head (see ctxrep.training.loop.train under DDP)
         self.has_unused_parameters = not p.nsp
         self.train_docs = train_docs
@@ -67,9 +68,8 @@ class BertObjective:
                                    random.Random(seeds.BERT_BATCHES.at(self.p.seed, epoch)))
         return [[(epoch << _EPOCH_SHIFT) | i for i in b] for b in batches]
 
-    def _collate(self, instances, seed: int) -> dict:
-        gen = torch.Generator().manual_seed(seed)
-        batch = self.collate(instances, gen)
+    def _collate(self, instances, row_seeds: list[int]) -> dict:
+        batch = self.collate(instances, row_seeds)
         if not self.p.nsp:
             batch.pop("next_sentence_label")
         return {k: v.to(self.device) for k, v in batch.items()}
@@ -77,23 +77,28 @@ class BertObjective:
     def batch(self, indices: list[int], step: int) -> dict:
         instances = [self._instances(i >> _EPOCH_SHIFT)[i & ((1 << _EPOCH_SHIFT) - 1)]
                      for i in indices]
-        return self._collate(instances, seeds.BERT_MASKING.at(self.p.seed, step))
+        return self._collate(instances, [seeds.BERT_MASKING.at(self.p.seed, i) for i in indices])
 
     def loss(self, batch: dict, model):
         out = model(**batch)
+        loss = out.loss
+        if self.dist.world > 1:  # the global batch's means, not the mean of the ranks' means
+            loss = out.mlm_loss * rank_share(out.mlm_count, self.dist)
+            if out.nsp_loss is not None:
+                loss = loss + out.nsp_loss * rank_share(out.nsp_count, self.dist)
         logs = {"loss": out.loss.item(), "mlm_loss": out.mlm_loss.item(),
                 "mlm_acc": (out.mlm_correct / out.mlm_count.clamp(min=1)).item()}
         if out.nsp_loss is not None:
             logs["nsp_loss"] = out.nsp_loss.item()
             logs["nsp_acc"] = (out.nsp_correct / out.nsp_count).item()
-        return out.loss, logs, int(batch["attention_mask"].sum())
+        return loss, logs, int(batch["attention_mask"].sum())
 
     def evaluate(self) -> dict:
         sums = Counter()
         order = sorted(range(len(self.heldout)), key=lambda i: len(self.heldout[i].input_ids))
         for start in range(0, len(order), self.p.batch_size):
             idx = order[start:start + self.p.batch_size]
-            batch = self._collate([self.heldout[i] for i in idx], 12345 + start)
+            batch = self._collate([self.heldout[i] for i in idx], [12345 + i for i in idx])
             out = self.model(**batch)
             n = float(out.mlm_count)
             sums["mlm_nll"] += float(out.mlm_loss) * n

@@ -20,6 +20,7 @@ from ctxrep.models.bilm import BiLM
 from ctxrep.batching import bucket_by_length
 from ctxrep.text.elmo_chars import ELMO_CHAR_SPEC, word_to_char_ids
 from ctxrep.text.vocab import BOS, EOS, UNK
+from ctxrep.training.distributed import Dist, rank_share
 
 
 @dataclass
@@ -98,8 +99,8 @@ class BiLMObjective:
 
     def __init__(self, bilm: BiLM, train: SentenceArrays, heldout: SentenceArrays,
                  char_table: torch.Tensor, target_table: torch.Tensor, batch_size: int,
-                 seed: int, device: torch.device):
-        self.bilm, self.model = bilm, LMLossModule(bilm)
+                 seed: int, device: torch.device, dist: Dist = Dist()):
+        self.bilm, self.model, self.dist = bilm, LMLossModule(bilm), dist
         self.train, self.heldout = train, heldout
         self.char_table, self.target_table = char_table, target_table
         self.batch_size, self.seed, self.device = batch_size, seed, device
@@ -131,6 +132,8 @@ class BiLMObjective:
         lm = model(batch["char_ids"], batch["targets"], batch["mask"])
         tokens = int(batch["mask"].sum())
         loss = lm.loss
+        if self.dist.world > 1:  # the global batch's mean (both directions predict as many words)
+            loss = loss * rank_share(lm.forward_tokens, self.dist)
         return loss, {"loss": loss.item(), "loss_forward": (lm.forward_nll / lm.forward_tokens).item(),
                       "loss_backward": (lm.backward_nll / lm.backward_tokens).item()}, tokens
 

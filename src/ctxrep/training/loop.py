@@ -3,7 +3,8 @@ task models.
 
 What is shared: optimizer (AdamW with decay only on matrices, or Adagrad as in ELMo) and
 linear warm-up then linear decay (:mod:`ctxrep.training.optim`), gradient accumulation, gradient
-clipping, bf16 autocast on CUDA, DDP under ``torchrun`` (:mod:`ctxrep.training.distributed`),
+clipping, bf16 autocast (``precision``, on CPU as on CUDA), ``torch.compile``, DDP under
+``torchrun`` (:mod:`ctxrep.training.distributed`),
 periodic evaluation, atomic checkpoints and exact resume (:mod:`ctxrep.training.checkpoints`),
 NaN/inf stops, a progress bar, and the curves (DVCLive and MLflow, one path:
 :mod:`ctxrep.training.curves`).
@@ -32,7 +33,7 @@ from torch import nn
 from ctxrep import seeds
 from ctxrep.training.checkpoints import Checkpoints
 from ctxrep.training.curves import Curves, is_point, train_point, val_point
-from ctxrep.training.distributed import Dist
+from ctxrep.training.distributed import Dist, global_sum
 from ctxrep.training.host_memory import keep_freed_memory
 from ctxrep.training.optim import lr_factor, make_optimizer
 
@@ -56,7 +57,8 @@ class LoopConfig:
     checkpoint_every: int             # 0 = no intermediate checkpoints
     log_every: int
     seed: int
-    compile: bool
+    compile: bool                     # torch.compile the training model (inductor, CPU or CUDA)
+    precision: str                    # fp32 | bf16 (autocast on the model's device)
 
     @classmethod
     def from_params(cls, section) -> LoopConfig:
@@ -65,16 +67,17 @@ class LoopConfig:
 
     @classmethod
     def per_epoch(cls, p, steps_per_epoch: int, seed: int, *, weight_decay: float,
-                  warmup_fraction: float, log_every: int) -> LoopConfig:
+                  warmup_fraction: float, log_every: int, compile: bool = False,
+                  precision: str = "fp32") -> LoopConfig:
         """A transfer cell's loop: ``p.epochs`` epochs of ``steps_per_epoch`` steps at ``p.lr``
         with ``p.grad_clip`` (its method's params section), AdamW and a linear schedule, a dev
         evaluation and a checkpoint per epoch (model selection, resume), one micro-batch per
-        step, no compilation."""
+        step; compiled and in bf16 only where the method's section says so (fine-tuning)."""
         return cls(steps=p.epochs * steps_per_epoch, lr=p.lr, optimizer="adamw",
                    weight_decay=weight_decay, warmup_fraction=warmup_fraction, schedule="linear",
                    grad_clip=p.grad_clip, grad_accum=1, eval_every=steps_per_epoch,
                    checkpoint_every=steps_per_epoch, log_every=log_every, seed=seed,
-                   compile=False)
+                   compile=compile, precision=precision)
 
 
 class Objective(Protocol):
@@ -217,8 +220,7 @@ def train(objective: Objective, cfg: LoopConfig, ckpt_dir: Path, run=None,
             find_unused_parameters=getattr(objective, "has_unused_parameters", False))
     if cfg.compile:
         train_model = torch.compile(train_model)
-    autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda"
-                else contextlib.nullcontext())
+    autocast = precision_context(cfg.precision, device)
 
     def checkpoint(step: int):
         if not d.main:
@@ -277,9 +279,10 @@ def train(objective: Objective, cfg: LoopConfig, ckpt_dir: Path, run=None,
         optimizer.zero_grad(set_to_none=True)
 
         result.steps = step + 1
-        result.train_tokens += step_tokens * d.world
+        step_tokens = int(global_sum(step_tokens, d))  # every rank's slice of the global batch
+        result.train_tokens += step_tokens
         result.train_seconds += time.perf_counter() - t0
-        window_tokens += step_tokens * d.world
+        window_tokens += step_tokens
         lr = optimizer.param_groups[0]["lr"]
         result.curve.append([step + 1, logs_sum.get("loss", float(loss.detach())), lr])
         bar.update(1)
@@ -319,6 +322,16 @@ def train(objective: Objective, cfg: LoopConfig, ckpt_dir: Path, run=None,
         curves.log(result.steps, val_point(result.final_eval), {"train_s": result.train_seconds})
     curves.close()
     return result
+
+
+def precision_context(precision: str, device: torch.device):
+    """The autocast a step and an evaluation run under: bf16 on the model's own device type,
+    CPU included, so the branch a GPU run takes is the one the tests take on this machine."""
+    if precision == "bf16":
+        return torch.autocast(device.type, dtype=torch.bfloat16)
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    raise ValueError(f"precision {precision!r}: expected 'fp32' or 'bf16'")
 
 
 def log_evaluation(desc: str, step: int, steps: int, metrics: dict, result: TrainResult) -> None:

@@ -240,7 +240,8 @@ def run_finetune(kind: str, metric: str | Sequence[str], splits: dict, eval_spli
     batches_per_epoch = math.ceil(len(train_features) / p.batch_size)
     loop_config = LoopConfig.per_epoch(p, batches_per_epoch, seed, weight_decay=p.weight_decay,
                                        warmup_fraction=p.warmup_fraction,
-                                       log_every=max(1, batches_per_epoch // 4))
+                                       log_every=max(1, batches_per_epoch // 4),
+                                       compile=p.compile, precision=p.precision)
     objective = FinetuneObjective(model, task, train_features, dev_features, dev_set, kind,
                                   metric, p.batch_size, seed, tokenizer.token_to_id("[PAD]"),
                                   device, patience)
