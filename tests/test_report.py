@@ -788,3 +788,31 @@ def test_data_section_says_which_malformed_rows_a_task_skipped(tmp_path):
             "tasks/sst/stsa.binary.train:17 and 1 more; `skip_malformed=5` in the registry)") \
         in data
     assert "`conll2003`:" not in data and data.count("malformed row") == 1
+
+
+def test_squad_intervals_and_differences_are_in_the_points_of_its_f1(tmp_path):
+    """SQuAD's F1 is reported in percent by its metric module, while every bootstrap statistic
+    is a fraction: both reach the report in points (the tiny-full run printed SQuAD's CIs
+    100 times too small: 9.5 with a CI of [0.1, 0.1])."""
+    root = make_repo(tmp_path)
+    n = 200
+    references = [[f"answer {i}"] for i in range(n)]
+    for method, right in (("elmo", 0.4), ("elmo-io", 0.6)):
+        k = round(right * n)
+        predictions = [refs[0] if i < k else "wrong" for i, refs in enumerate(references)]
+        write(root, f"data/predictions/squad/{method}/seed0.json",
+              {"predictions": predictions, "references": references})
+        write(root, f"metrics/transfer/squad/{method}.json",
+              cell_record("squad", method, [100 * right], metric="squad", primary="f1",
+                          eval_examples=n, mix_weights={"input": [None]}).to_json())
+    markdown = report_for(root).markdown
+    table = section(markdown, "### squad (f1)")
+    row = next(line for line in table.splitlines() if line.startswith("| elmo-io |"))
+    low, high = (float(x) for x in re.search(r"\[([-\d.]+), ([-\d.]+)\]", row).groups())
+    assert "| 60.0 ± 0.0 |" in row and low < 60.0 < high and high - low > 5
+    claim = claim_row(markdown, "squad", "elmo-io − elmo")
+    assert claim["Δ"] == "+20.0"
+    assert "Judged on stand-ins: **squad**: SQuAD is trained on 80 % of the v1.1 dev set" in \
+        section(markdown, CLAIMS)
+    low, high = (float(x) for x in claim["95 % CI"].strip("[]").split(", "))
+    assert 10 < low < 20 < high < 30

@@ -52,6 +52,17 @@ CLAIMS = (
 )
 
 
+# Tasks that stand in for the one a paper judged its claim on: the report says so under every
+# claims table that judges one of them.
+STAND_INS = {
+    "sick": "SICK (3-way entailment on 10 k sentence pairs) stands in for SNLI (550 k pairs), "
+            "which the data mirror does not hold",
+    "squad": "SQuAD is trained on 80 % of the v1.1 dev set's articles and evaluated on the other "
+             "20 % (`data.squad_train_fraction`): the mirror holds only the dev set, not the "
+             "87 k-question training set the papers used",
+}
+
+
 # Probing claims (ELMo §5.3): the "methods" are the biLM's layers, each probed alone (a linear
 # probe per layer, see ctxrep.transfer.probe); the report names them as below.
 FIRST_LAYER, TOP_LAYER = "biLM layer 1", "biLM top layer"

@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ctxrep.analysis.bootstrap import STATISTIC, Interval, bootstrap_mean, example_stats
-from ctxrep.analysis.claims import LAYER_CLAIMS, Judgement, judge_all, layer_runs, unjudged
+from ctxrep.analysis.claims import (LAYER_CLAIMS, STAND_INS, Judgement, judge_all, layer_runs,
+                                   unjudged)
 from ctxrep.report import plots
 from ctxrep.report.inputs import ReportInputs
 from ctxrep.report.summary import pretrain_headlines, seeds_did_not_learn
-from ctxrep.report.tables import MISSING, markdown_table, percent_scale
+from ctxrep.report.tables import INTERVAL_SCALE, MISSING, markdown_table, percent_scale
 
 LEARNING_CURVE_SOURCE = "ELMo §5.4, Fig. 1 (seed 004)"  # the sample-efficiency claim's source
 
@@ -181,7 +182,7 @@ def baselines_section(inputs: ReportInputs, evidence: Evidence) -> str:
             if name in record.get("baselines", {}):
                 scores = record["baselines"][name]
                 rows.append([f"baseline: {name}", _pct(scores[record["primary"]], scale), "—",
-                             format_ci(intervals.get(name), scale),
+                             format_ci(intervals.get(name), INTERVAL_SCALE),
                              _others(scores, record["primary"], scale), ""])
         ordered = sorted((m for m in cells if m not in CONTROLS), key=lambda m: -cells[m].mean)
         ordered += [m for m in CONTROLS if m in cells]
@@ -192,7 +193,7 @@ def baselines_section(inputs: ReportInputs, evidence: Evidence) -> str:
                 ("⚠ did not learn", any(seeds_did_not_learn(cell)))) if raised)
             rows.append([method + (" †" if method in marked else ""),
                          f"{_pct(cell.mean, scale)} ± {_pct(cell.std, scale)}",
-                         str(cell.n_seeds), format_ci(intervals.get(method), scale),
+                         str(cell.n_seeds), format_ci(intervals.get(method), INTERVAL_SCALE),
                          _others(cell.others, cell.primary, scale), flag])
         parts += ["", f"### {task} ({metric[1] if metric else MISSING})", "",
                   markdown_table(["method", "score", "seeds", "95 % CI", "other metrics", ""],
@@ -214,9 +215,8 @@ def claims_section(evidence: Evidence, inputs: ReportInputs, figures: dict | Non
         return "\n".join(parts + ["", "_No claim can be judged yet: the cells it compares, or "
                                       "their saved predictions, are missing._"])
     rows, forest, marked = [], [], published_methods(inputs)
+    scale = INTERVAL_SCALE
     for j in evidence.judgements:
-        metric = task_metric(inputs, j.task)
-        scale = percent_scale(metric[0]) if metric else 100.0
         dagger = " †" if {j.claim.better, j.claim.worse} & marked else ""
         comparison = f"{j.claim.better} − {j.claim.worse}{dagger}"
         rows.append([j.claim.statement, j.claim.source, j.task, comparison,
@@ -235,8 +235,15 @@ def claims_section(evidence: Evidence, inputs: ReportInputs, figures: dict | Non
         figures[FOREST] = fig
         parts += ["", f"![claims: Δ and 95 % CI per claim](figures/{FOREST})"]
     used = {m for j in evidence.judgements for m in (j.claim.better, j.claim.worse)} & marked
-    return "\n".join(parts + published_footnote(used)
+    return "\n".join(parts + stand_ins(evidence.judgements) + published_footnote(used)
                      + not_judged(evidence.judgements, inputs))
+
+
+def stand_ins(judgements: list[Judgement]) -> list[str]:
+    """A line per judged task that stands in for the one the paper used."""
+    tasks = sorted({j.task for j in judgements} & set(STAND_INS))
+    return ["", "Judged on stand-ins: " + "; ".join(f"**{t}**: {STAND_INS[t]}" for t in tasks)
+            + "."] if tasks else []
 
 
 def not_judged(judgements: list[Judgement], inputs: ReportInputs | None = None) -> list[str]:

@@ -26,7 +26,7 @@ from ctxrep.analysis.claims import Claim, Judgement, verdict
 from ctxrep.report import plots
 from ctxrep.report.evidence import LEARNING_CURVE_SOURCE, Evidence, format_ci, task_metric
 from ctxrep.report.inputs import ReportInputs
-from ctxrep.report.tables import markdown_table, percent_scale
+from ctxrep.report.tables import INTERVAL_SCALE, markdown_table
 
 SOURCE = LEARNING_CURVE_SOURCE
 FIGURE = "learning_curves.png"
@@ -41,7 +41,7 @@ class Point:
 
 @dataclass
 class Curves:
-    """Per task: the bootstrap statistic, the percent scale of its metric, and each method's
+    """Per task: the bootstrap statistic, the factor its intervals are printed at (percent), and each method's
     points, fewest training examples first (the grid's cell last)."""
     statistic: dict[str, str] = field(default_factory=dict)
     scale: dict[str, float] = field(default_factory=dict)
@@ -71,7 +71,7 @@ def gather(inputs: ReportInputs, evidence: Evidence) -> Curves:
                 curves.points.setdefault(task, {})[method] = sorted(
                     pts, key=lambda p: p.train_examples)
         if task in curves.points:
-            curves.statistic[task], curves.scale[task] = statistic, percent_scale(metric[0])
+            curves.statistic[task], curves.scale[task] = statistic, INTERVAL_SCALE
     return curves
 
 

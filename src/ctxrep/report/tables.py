@@ -36,8 +36,14 @@ TABLES = (
 
 
 def percent_scale(metric: str) -> float:
-    """Factor that turns a metric's value into percent (SQuAD's F1 already is one)."""
+    """Factor that turns a metric module's value into percent (SQuAD's F1 already is one)."""
     return 1.0 if metric == "squad" else 100.0
+
+
+# Bootstrap intervals and claim differences come from ctxrep.analysis.bootstrap's per-example
+# statistics, which are fractions for every metric, SQuAD's included: always x 100 (scaling them
+# by percent_scale printed SQuAD's CIs and Δs 100 times too small).
+INTERVAL_SCALE = 100.0
 
 
 def fmt_score(cell: CellRecord, decimals: int = 1) -> str:
