@@ -110,7 +110,7 @@ bench: $(STAMP)
 # Experiments with the headline numbers only (see README, "Experiments and tracking"): the
 # params but the profile and the hashes of the dependencies dropped (DVC lists them all), the
 # claims' Δ without their CI. DVC matches --drop from the start of a column's name (re.match).
-PARAM_SECTIONS := tasks|grid|learning_curve|data|tokenize|pretrain_bilm|pretrain_bert|import_bert|pretrain_static|extract|probe|transfer
+PARAM_SECTIONS := tasks|grid|learning_curve|data|tokenize|pretrain_bilm|pretrain_bert|launch|import_bert|pretrain_static|extract|probe|transfer
 exp-show: $(STAMP)
 	$(DVC) exp show --md --drop '^($(PARAM_SECTIONS))(\.|$$)|.*/|.*\.(low|high)$$'
 
