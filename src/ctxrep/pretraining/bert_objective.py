@@ -81,11 +81,10 @@ class BertObjective:
 
     def loss(self, batch: dict, model):
         out = model(**batch)
-        loss = out.loss
-        if self.dist.world > 1:  # the global batch's means, not the mean of the ranks' means
-            loss = out.mlm_loss * rank_share(out.mlm_count, self.dist)
-            if out.nsp_loss is not None:
-                loss = loss + out.nsp_loss * rank_share(out.nsp_count, self.dist)
+        # the global batch's means, not the mean of the ranks' means (factors of 1 in one process)
+        loss = out.mlm_loss * rank_share(out.mlm_count, self.dist)
+        if out.nsp_loss is not None:
+            loss = loss + out.nsp_loss * rank_share(out.nsp_count, self.dist)
         logs = {"loss": out.loss.item(), "mlm_loss": out.mlm_loss.item(),
                 "mlm_acc": (out.mlm_correct / out.mlm_count.clamp(min=1)).item()}
         if out.nsp_loss is not None:

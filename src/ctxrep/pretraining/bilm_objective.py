@@ -131,9 +131,8 @@ class BiLMObjective:
     def loss(self, batch: dict, model):
         lm = model(batch["char_ids"], batch["targets"], batch["mask"])
         tokens = int(batch["mask"].sum())
-        loss = lm.loss
-        if self.dist.world > 1:  # the global batch's mean (both directions predict as many words)
-            loss = loss * rank_share(lm.forward_tokens, self.dist)
+        # the global batch's mean (both directions predict as many words; 1 in one process)
+        loss = lm.loss * rank_share(lm.forward_tokens, self.dist)
         return loss, {"loss": loss.item(), "loss_forward": (lm.forward_nll / lm.forward_tokens).item(),
                       "loss_backward": (lm.backward_nll / lm.backward_tokens).item()}, tokens
 
