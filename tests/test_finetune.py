@@ -1,6 +1,7 @@
 """BERT fine-tuning: every head overfits a tiny task; windowing, first-sub-word tagging, init
 control, determinism and errors. Fixtures (tokenizer, a random tiny BERT, data sets) are made here."""
 
+import math
 import os
 
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -22,6 +23,7 @@ from ctxrep.transfer.finetune import (
     build_encoder,
     load_tokenizer,
     run_finetune,
+    run_finetune_seed,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -168,18 +170,22 @@ def model_dir(tmp_path_factory):
 
 
 def params(**overrides):
-    base = dict(epochs=30, batch_size=4, lr=3e-3, warmup_fraction=0.1, weight_decay=0.0,
-                max_seq_len=MAX_SEQ_LEN, doc_stride=8, dropout=0.1)
+    base = dict(steps=90, eval_every=3, batch_size=4, lr=3e-3, warmup_fraction=0.1,
+                weight_decay=0.0, max_seq_len=MAX_SEQ_LEN, doc_stride=8, dropout=0.1)
     return defaults("transfer.bert-finetune", **{**base, **overrides})
 
 
-def finetune(model_dir, tmp_path, kind, metric, dataset, seed=0, pretrained=True, **overrides):
-    """Train on `dataset` and score the same examples: the overfitting check (dev = train too,
-    no early stopping, so the epoch kept is the one that fits the training set best)."""
+def finetune(model_dir, tmp_path, kind, metric, dataset, seed=0, pretrained=True, epochs=30,
+             patience=0, **overrides):
+    """Train on `dataset` for `epochs` epochs (in steps, a dev evaluation after each) and score
+    the same examples: the overfitting check (dev = train too, no early stopping, so the
+    evaluation kept is the one that fits the training set best)."""
     every = list(range(len(dataset)))
-    return run_finetune(kind, metric, {"train": dataset, "validation": dataset}, "validation",
-                        model_dir, pretrained, params(**overrides), seed, tmp_path / f"ckpt-{seed}",
-                        every, every, 0)
+    per_epoch = math.ceil(len(dataset) / overrides.get("batch_size", 4))
+    p = params(**{"steps": epochs * per_epoch, "eval_every": per_epoch, **overrides})
+    return run_finetune_seed(kind, metric, {"train": dataset, "validation": dataset},
+                             "validation", model_dir, pretrained, p, seed,
+                             tmp_path / f"ckpt-{seed}", every, every, patience)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -191,6 +197,8 @@ def test_classification_overfits(model_dir, tmp_path):
     assert out.scores["accuracy"] == 1.0
     assert out.steps == 30 * 3 and out.train_examples == 12
     assert out.train_tokens > 0 and not (tmp_path / "ckpt-0").exists()
+    assert out.lr == 3e-3 and out.lr_search is None
+    assert out.dev_score == max(out.curve["dev"]) == out.curve["dev"][out.best_epoch - 1]
 
 
 def test_pair_classification_overfits(model_dir, tmp_path):
@@ -259,7 +267,8 @@ def test_best_span_respects_order_and_length():
 
 
 def test_span_qa_overfits(model_dir, tmp_path):
-    out = finetune(model_dir, tmp_path, "span_qa", "squad", qa_set())
+    # an epoch is one batch per 4 windows, and long contexts give several: 80 "epochs" of examples
+    out = finetune(model_dir, tmp_path, "span_qa", "squad", qa_set(), epochs=80)
     assert out.predictions[0] == "1907"  # found in a later window of a long context
     assert out.scores["exact_match"] == 100.0
     assert out.train_features > len(QA)
@@ -346,3 +355,54 @@ def test_errors_are_clear(model_dir, tmp_path):
     with pytest.raises(ValueError, match="max_seq_len"):
         finetune(model_dir, tmp_path, "classification", "accuracy", data, max_seq_len=128)
 
+
+
+# ---------------------------------------------------------------------------------------------
+# The budget in steps, dev evaluations, the learning-rate grid
+
+
+def test_dev_is_scored_every_eval_every_steps_and_curves_say_when(model_dir, tmp_path):
+    # 12 examples in batches of 4: 3 steps an epoch; 10 steps scored every 4 (and at the end)
+    out = finetune(model_dir, tmp_path, "classification", "accuracy", classification_set(),
+                   steps=10, eval_every=4)
+    assert out.steps == 10
+    assert out.curve["epoch"] == [round(4 / 3, 4), round(8 / 3, 4), round(10 / 3, 4)]
+    assert len(out.curve["dev"]) == len(out.curve["train_loss"]) == 3
+
+
+def test_patience_counts_evaluations_and_stops_before_the_budget(model_dir, tmp_path):
+    # dev = train: the fit saturates at accuracy 1.0 and never beats it again
+    out = finetune(model_dir, tmp_path, "classification", "accuracy", classification_set(),
+                   steps=600, eval_every=3, patience=2)
+    assert out.steps < 600
+    assert len(out.curve["dev"]) == out.best_epoch + 2
+    assert out.steps == 3 * len(out.curve["dev"])
+
+
+def test_a_grid_of_rates_keeps_the_best_on_dev_and_matches_a_run_at_that_rate(model_dir, tmp_path):
+    data = classification_set()
+    every = list(range(len(data)))
+    # dev = the first 4 examples only: the choice must come from dev, never the evaluation split
+    dev = every[:4]
+    grid = params(steps=6, eval_every=3, lr=[1e-5, 3e-3])
+    out = run_finetune_seed("classification", "accuracy", {"train": data, "validation": data},
+                            "validation", model_dir, True, grid, 0, tmp_path / "grid", every,
+                            dev, 0)
+    assert set(out.lr_search) == {"1e-05", "0.003"}
+    best = max(grid.lr, key=lambda lr: out.lr_search[f"{lr:g}"])
+    assert out.lr == best and out.dev_score == out.lr_search[f"{best:g}"]
+    alone = run_finetune_seed("classification", "accuracy", {"train": data, "validation": data},
+                              "validation", model_dir, True, grid, 0, tmp_path / "alone", every,
+                              dev, 0, lr=best)
+    assert alone.predictions == out.predictions and alone.train_loss == out.train_loss
+    assert alone.lr_search is None
+    assert not (tmp_path / "grid").exists()  # every trial's checkpoints removed
+
+
+def test_a_single_rate_run_refuses_a_grid(model_dir, tmp_path):
+    data = classification_set()
+    every = list(range(len(data)))
+    with pytest.raises(TypeError, match="is a grid"):
+        run_finetune("classification", "accuracy", {"train": data, "validation": data},
+                     "validation", model_dir, True, params(lr=[1e-3, 3e-3]), 0, tmp_path / "c",
+                     every, every, 0)

@@ -338,7 +338,7 @@ def test_a_new_kind_fine_tunes(binary_kind, tmp_path):
     torch.manual_seed(0)
     save_pretrained(BertForPreTraining(config), tmp_path / "bert",
                     tokenizer_dir=tmp_path / "tokenizer")
-    p = defaults("transfer.bert-finetune", epochs=2, batch_size=4, lr=1e-3, warmup_fraction=0.1,
+    p = defaults("transfer.bert-finetune", steps=6, eval_every=3, batch_size=4, lr=1e-3, warmup_fraction=0.1,
                  weight_decay=0.0, max_seq_len=16, doc_stride=8, dropout=0.0)
     every = list(range(len(data)))
     out = run_finetune("binary_classification", "accuracy", {"train": data, "validation": data},

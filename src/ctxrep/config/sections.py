@@ -215,8 +215,9 @@ class TransferCommon:
     dev_fraction: float = param(gt=0.0, lt=0.5, doc="training examples held out for model "
                                 "selection (the evaluation split is never used for it)")
     patience: int = param(ge=0, le=MAX_EPOCHS,
-                          doc="stop after this many epochs without a better dev score "
-                          "(0 = train every epoch; the best epoch is kept either way)")
+                          doc="stop after this many dev evaluations without a better score "
+                          "(an epoch each for feature-based methods, eval_every steps for "
+                          "fine-tuning; 0 = never stop early; the best is kept either way)")
 
     def check(self, section: str) -> None:
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
@@ -287,9 +288,13 @@ class FinetuneTransferParams:
                                         "fine-tuning is the budget's largest cost")
     tasks: list[str] | None = param(doc="null = every task of the grid; else the grid's other "
                                         "tasks record this cell as not run, saying why")
-    epochs: int = param(ge=1, le=MAX_EPOCHS, doc="at most; early stopping on dev may end sooner")
+    steps: int = param(ge=1, le=MAX_STEPS, doc="optimizer steps at most (the schedule's "
+                       "length); early stopping on dev may end sooner")
+    eval_every: int = param(ge=1, le=MAX_STEPS, doc="steps between dev evaluations (and "
+                            "checkpoints); transfer.common.patience counts evaluations")
     batch_size: int = param(ge=1, le=MAX_BATCH)
-    lr: float = param(gt=0.0, le=1.0)
+    lr: float | list[float] = param(gt=0.0, le=1.0, doc="a rate, or a grid: each rate trains "
+                                    "the cell's first seed, the best on dev trains every seed")
     warmup_fraction: float = param(ge=0.0, lt=1.0)
     weight_decay: float = param(ge=0.0, le=1.0)
     max_seq_len: int = param(ge=16, le=8192)
@@ -307,6 +312,12 @@ class FinetuneTransferParams:
                              "null, or a non-empty list of distinct seeds")
         if self.seeds is not None:
             check_seed_count(f"{section}.seeds", self.seeds)
+        if isinstance(self.lr, list) and (not self.lr or len(set(self.lr)) != len(self.lr)):
+            raise ParamError(f"{section}.lr", self.lr, "a number, or a non-empty list of "
+                             "distinct numbers")
+        if self.eval_every > self.steps:
+            raise ParamError(f"{section}.eval_every", self.eval_every,
+                             f"at most steps ({self.steps}): no dev evaluation would select")
         if self.doc_stride >= self.max_seq_len:
             raise ParamError(f"{section}.doc_stride", self.doc_stride,
                              f"< max_seq_len ({self.max_seq_len})")

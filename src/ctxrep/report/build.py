@@ -389,16 +389,40 @@ def curves_section(inputs: ReportInputs, figures: dict) -> str:
     if fig is None:
         return "## Task-model training curves\n\n_No transfer cell has recorded curves yet._"
     figures["transfer_curves.png"] = fig
-    rows = [[task, method, ", ".join(str(e) for e in cell.best_epoch),
-             ", ".join(str(len(c.get("dev", []))) for c in cell.curves)]
+    rows = [[task, method, ", ".join(_epoch_at(c, best) for c, best in zip(cell.curves, cell.best_epoch)),
+             ", ".join(_epoch_at(c, len(c.get("dev", []))) for c in cell.curves),
+             _learning_rate(cell)]
             for task in inputs.tasks for method, cell in inputs.transfer.get(task, {}).items()
             if cell.curves]
     return "\n".join([
         "## Task-model training curves", "",
-        "Train loss and dev score per epoch (seed of each cell's first run). The dev split is "
-        "carved from the training examples; the evaluation split is never seen before the "
-        "best epoch is chosen.", "", _figure_link("transfer_curves.png", "transfer curves"), "",
-        markdown_table(["task", "method", "best epoch per seed", "epochs run per seed"], rows)])
+        "Train loss and dev score per dev evaluation (seed of each cell's first run): an epoch "
+        "for the feature-based methods, every `eval_every` steps for fine-tuning. The dev split "
+        "is carved from the training examples; the evaluation split is never seen before the "
+        "kept weights, and a fine-tuning cell's learning rate, are chosen on it.", "",
+        _figure_link("transfer_curves.png", "transfer curves"), "",
+        markdown_table(["task", "method", "epoch of the kept weights per seed",
+                        "epochs trained per seed", "fine-tuning rate (dev score of each rate tried)"],
+                       rows)])
+
+
+def _epoch_at(curve: dict, evaluation: int) -> str:
+    """The epochs trained at a (1-based) dev evaluation: the evaluation itself for a per-epoch
+    curve, the curve's ``epoch`` entry (fractional) for fine-tuning's."""
+    epochs = curve.get("epoch")
+    if not epochs or not 1 <= evaluation <= len(epochs):
+        return str(evaluation)
+    return f"{epochs[evaluation - 1]:.3g}"
+
+
+def _learning_rate(cell) -> str:
+    if not cell.lr:
+        return ""
+    chosen = f"{cell.lr[0]:g}"
+    if not cell.lr_search:
+        return chosen
+    tried = ", ".join(f"{rate}: {100 * score:.1f}" for rate, score in cell.lr_search.items())
+    return f"{chosen} ({tried})"
 
 
 def probe_section(inputs: ReportInputs, figures: dict) -> str:

@@ -260,14 +260,15 @@ def transfer_curves(tasks: list[str], transfer: dict[str, dict[str, CellRecord]]
             if not cell.curves:
                 continue
             curve = cell.curves[0]
-            epochs = range(1, len(curve["dev"]) + 1)
-            (line,) = dev_ax.plot(epochs, [100 * x for x in curve["dev"]], linewidth=1,
-                                  label=method)
-            loss_ax.plot(range(1, len(curve["train_loss"]) + 1), curve["train_loss"],
+            # the epochs trained at each dev evaluation: fine-tuning's are fractional
+            epochs = curve.get("epoch") or list(range(1, len(curve["dev"]) + 1))
+            (line,) = dev_ax.plot(epochs[:len(curve["dev"])], [100 * x for x in curve["dev"]],
+                                  linewidth=1, label=method)
+            loss_ax.plot(epochs[:len(curve["train_loss"])], curve["train_loss"],
                          linewidth=1, color=line.get_color())
             if cell.best_epoch:
                 best = cell.best_epoch[0]
-                dev_ax.plot([best], [100 * curve["dev"][best - 1]], marker="o",
+                dev_ax.plot([epochs[best - 1]], [100 * curve["dev"][best - 1]], marker="o",
                             color=line.get_color())
         loss_ax.set(title=f"{task}: train loss", xlabel="epoch", ylabel="loss")
         dev_ax.set(title=f"{task}: dev score", xlabel="epoch", ylabel="dev (%)")

@@ -69,15 +69,15 @@ class LoopConfig:
     def per_epoch(cls, p, steps_per_epoch: int, seed: int, *, weight_decay: float,
                   warmup_fraction: float, log_every: int, compile: bool = False,
                   precision: str = "fp32") -> LoopConfig:
-        """A transfer cell's loop: ``p.epochs`` epochs of ``steps_per_epoch`` steps at ``p.lr``
-        with ``p.grad_clip`` (its method's params section), AdamW and a linear schedule, a dev
-        evaluation and a checkpoint per epoch (model selection, resume), one micro-batch per
-        step; compiled and in bf16 only where the method's section says so (fine-tuning)."""
+        """A feature-based transfer cell's loop: ``p.epochs`` epochs of ``steps_per_epoch``
+        steps at ``p.lr`` with ``p.grad_clip`` (its method's params section), AdamW and a
+        linear schedule, a dev evaluation and a checkpoint per epoch (model selection, resume),
+        one micro-batch per step."""
         return cls(steps=p.epochs * steps_per_epoch, lr=p.lr, optimizer="adamw",
                    weight_decay=weight_decay, warmup_fraction=warmup_fraction, schedule="linear",
                    grad_clip=p.grad_clip, grad_accum=1, eval_every=steps_per_epoch,
                    checkpoint_every=steps_per_epoch, log_every=log_every, seed=seed,
-                   compile=compile, precision=precision)
+                   compile=False, precision="fp32")
 
 
 class Objective(Protocol):

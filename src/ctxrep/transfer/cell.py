@@ -33,7 +33,7 @@ from ctxrep.training.checkpoints import run_key
 from ctxrep.transfer.data import TaskUnavailable, load_task, spec, task_dir
 from ctxrep.transfer.feature_train import run_feature_transfer
 from ctxrep.transfer.features import FeatureStore, task_words
-from ctxrep.transfer.finetune import run_finetune
+from ctxrep.transfer.finetune import run_finetune_seed
 from ctxrep.transfer.record import CellRecord, MetricScores
 from ctxrep.transfer.scoring import primary_key
 from ctxrep.transfer.selection import nested_subset, train_dev_indices
@@ -113,6 +113,7 @@ def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None,
     kind = task_spec.kind
     task_kind = kinds.get(kind)
     runs = []
+    lr = None  # fine-tuning: the first seed's rate (chosen on dev from a grid) trains the others
     point = "" if train_fraction == 1.0 else f" fraction {train_fraction}"  # learning curves
     for seed in seeds:
         ckpt = ckpt_root / f"seed{seed}"
@@ -128,11 +129,12 @@ def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None,
                                               dev_idx, common.patience, seed_run, vectors,
                                               live_dir=live_root and live_root / f"seed{seed}")
             else:
-                result = run_finetune(kind, task_spec.metrics, splits, eval_split,
-                                      Path(config.BERT_MODELS[p.bert]),
-                                      method == "bert-finetune", p, seed, ckpt, train_idx,
-                                      dev_idx, common.patience, seed_run,
-                                      live_dir=live_root and live_root / f"seed{seed}")
+                result = run_finetune_seed(kind, task_spec.metrics, splits, eval_split,
+                                           Path(config.BERT_MODELS[p.bert]),
+                                           method == "bert-finetune", p, seed, ckpt, train_idx,
+                                           dev_idx, common.patience, lr, seed_run,
+                                           live_dir=live_root and live_root / f"seed{seed}")
+                lr = result.lr
             if seed_run is not None:
                 seed_run.log_metrics({**{f"eval_{k}": v for k, v in result.scores.items()},
                                       "best_epoch": result.best_epoch})
@@ -161,7 +163,8 @@ def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None,
         mix_weights=None if runs[0].mix_weights is None else {
             part: [r.mix_weights[part] for r in runs] for part in runs[0].mix_weights},
         train_examples=len(train_idx), dev_examples=len(dev_idx),
-        eval_examples=len(splits[eval_split]), word_vector_oov_rate=oov_rate)
+        eval_examples=len(splits[eval_split]), word_vector_oov_rate=oov_rate,
+        lr=None if runs[0].lr is None else [r.lr for r in runs], lr_search=runs[0].lr_search)
     if run is not None:
         prefix = "" if train_fraction == 1.0 else f"fraction{train_fraction}."
         run.log_metrics({f"{prefix}eval_{k}_{stat}": getattr(v, stat)

@@ -9,19 +9,27 @@ is the same run from a freshly initialised encoder of the same shape: the no-pre
                           :mod:`ctxrep.kinds`)
     FinetuneModel         encoder + head
     FinetuneObjective     the loop's Objective: plan / batch / loss / evaluate
-    run_finetune          the entry point a transfer stage calls
+    run_finetune          one seed at one learning rate
+    run_finetune_seed     the entry point a transfer cell calls: one seed, its learning rate
+                          given, or chosen from the params' grid on the dev split
 
-Sequences are padded per batch to the batch's longest, never to ``max_seq_len``.
+The budget is in optimizer steps (``steps``, the schedule's length), not epochs: a task with
+400 training sentences gets as many updates as one with 40,000, and early stopping on the dev
+split, scored every ``eval_every`` steps, ends a run that no longer improves. Batches hold
+sequences of similar length, padded to the batch's longest, never to ``max_seq_len``, so the
+extra steps cost little.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
 import shutil
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -37,7 +45,7 @@ from ctxrep.training.loop import LoopConfig, train
 from ctxrep.transfer.data import training_batches
 from ctxrep.transfer.record import SeedResult
 from ctxrep.transfer.scoring import primary_key, score
-from ctxrep.transfer.selection import BestOnDev, SelectsOnDev, epoch_losses
+from ctxrep.transfer.selection import BestOnDev, SelectsOnDev, interval_losses
 
 log = logging.getLogger(__name__)
 
@@ -189,26 +197,65 @@ def remove_checkpoints(ckpt_dir: Path) -> None:
         ckpt_dir.rmdir()
 
 
+def learning_rates(p: FinetuneTransferParams) -> list[float]:
+    """The rates ``p.lr`` names: one, or the grid to choose from on dev."""
+    return list(p.lr) if isinstance(p.lr, list) else [p.lr]
+
+
+def run_finetune_seed(kind: str, metric: str | Sequence[str], splits: dict, eval_split: str,
+                      model_dir: Path, pretrained: bool, p: FinetuneTransferParams, seed: int,
+                      ckpt_dir: Path, train_idx: list[int], dev_idx: list[int], patience: int,
+                      lr: float | None = None, run=None, device=None,
+                      live_dir: Path | None = None) -> SeedResult:
+    """One seed of a fine-tuning cell at rate ``lr``; with ``lr`` None, at every rate of
+    ``p.lr`` (a grid: each run in full, with early stopping), keeping the one with the best dev
+    score (the first on a tie). Its result names the rate (``lr``) and, for a grid, every
+    rate's best dev score (``lr_search``). The evaluation split plays no part in the choice:
+    each trial predicts it, but only the chosen trial's predictions are returned."""
+    rates = [lr] if lr is not None else learning_rates(p)
+    if len(rates) == 1:
+        return run_finetune(kind, metric, splits, eval_split, model_dir, pretrained,
+                            replace(p, lr=rates[0]), seed, ckpt_dir, train_idx, dev_idx,
+                            patience, run, device, live_dir)
+    trials = {}
+    for rate in rates:
+        name = f"lr{rate:g}"
+        with (run.child(f"{name}", {"lr": rate}) if run is not None
+              else contextlib.nullcontext()) as trial_run:
+            trials[rate] = run_finetune(kind, metric, splits, eval_split, model_dir, pretrained,
+                                        replace(p, lr=rate), seed, Path(ckpt_dir) / name,
+                                        train_idx, dev_idx, patience, trial_run, device,
+                                        live_dir and Path(live_dir) / name)
+        log.info("seed %d, lr %g: best dev score %.4f", seed, rate, trials[rate].dev_score)
+    remove_checkpoints(Path(ckpt_dir))  # the trials' folders are gone: the seed's own too
+    best = max(rates, key=lambda rate: trials[rate].dev_score)  # max keeps the first of a tie
+    return replace(trials[best], lr_search={f"{rate:g}": round(trials[rate].dev_score, 6)
+                                            for rate in rates})
+
+
 def run_finetune(kind: str, metric: str | Sequence[str], splits: dict, eval_split: str, model_dir: Path,
                  pretrained: bool, p: FinetuneTransferParams, seed: int, ckpt_dir: Path,
                  train_idx: list[int], dev_idx: list[int], patience: int,
                  run=None, device=None, live_dir: Path | None = None) -> SeedResult:
     """Fine-tune BERT from ``model_dir`` (``pretrained``) or from a seeded random init of the
-    same config on the ``train_idx`` rows of ``splits["train"]``, select the best epoch on its
-    ``dev_idx`` rows, and score ``splits[eval_split]`` with ``metric`` once, at the end.
+    same config on the ``train_idx`` rows of ``splits["train"]`` at rate ``p.lr`` (a number),
+    keep the weights with the best score on its ``dev_idx`` rows (scored every
+    ``p.eval_every`` steps), and score ``splits[eval_split]`` with ``metric`` once, at the end.
     Curves go to ``run`` (MLflow) and ``live_dir`` (DVCLive).
 
-    ``steps ≤ epochs * ceil(train features / batch_size)`` (features = examples, or context
-    windows for span QA; early stopping may end sooner). A checkpoint is written to
-    ``ckpt_dir`` after every epoch so a killed run resumes where it stopped; it is removed once
-    training ends (``ckpt_dir`` must be this run's own: a step folder left there by another
-    run would be resumed).
+    At most ``p.steps`` steps, each a batch of ``p.batch_size`` features (examples, or context
+    windows for span QA), the data reshuffled each epoch; ``patience`` evaluations without a
+    better dev score end it sooner. A checkpoint is written at every evaluation so a killed run
+    resumes where it stopped; it is removed once training ends (``ckpt_dir`` must be this run's
+    own: a step folder left there by another run would be resumed).
 
     The result's ``train_flops`` are the encoder's, at the mean feature length (the small head
     is not counted); ``train_features`` counts the sequences trained on.
     """
     started = time.perf_counter()
     task_kind = kinds.get(kind)  # stops on an unknown kind
+    if isinstance(p.lr, list):
+        raise TypeError(f"run_finetune trains at one rate; lr={p.lr} is a grid (run_finetune_seed)")
     for split in ("train", eval_split):
         if split not in splits:
             raise ValueError(f"splits: no {split!r} split (have {sorted(splits)})")
@@ -238,10 +285,12 @@ def run_finetune(kind: str, metric: str | Sequence[str], splits: dict, eval_spli
     model = FinetuneModel(encoder, head).to(device)
 
     batches_per_epoch = math.ceil(len(train_features) / p.batch_size)
-    loop_config = LoopConfig.per_epoch(p, batches_per_epoch, seed, weight_decay=p.weight_decay,
-                                       warmup_fraction=p.warmup_fraction,
-                                       log_every=max(1, batches_per_epoch // 4),
-                                       compile=p.compile, precision=p.precision)
+    loop_config = LoopConfig(steps=p.steps, lr=p.lr, optimizer="adamw",
+                             weight_decay=p.weight_decay, warmup_fraction=p.warmup_fraction,
+                             schedule="linear", grad_clip=p.grad_clip, grad_accum=1,
+                             eval_every=p.eval_every, checkpoint_every=p.eval_every,
+                             log_every=max(1, p.eval_every // 4), seed=seed,
+                             compile=p.compile, precision=p.precision)
     objective = FinetuneObjective(model, task, train_features, dev_features, dev_set, kind,
                                   metric, p.batch_size, seed, tokenizer.token_to_id("[PAD]"),
                                   device, patience)
@@ -253,12 +302,14 @@ def run_finetune(kind: str, metric: str | Sequence[str], splits: dict, eval_spli
     model.eval()
     predictions = objective.predict(eval_features, eval_set)
     mean_length = sum(len(f["input_ids"]) for f in train_features) / len(train_features)
+    evaluated = [step for step, _ in result.evals]  # the loop's evaluations, the last at the end
     return SeedResult(
         scores=score(kind, metric, eval_set, predictions),
         predictions=predictions,
         best_epoch=objective.selection.best_epoch,
-        curve={"train_loss": epoch_losses(result.curve, batches_per_epoch),
-               "dev": [round(x, 6) for x in objective.selection.history]},
+        curve={"train_loss": interval_losses(result.curve, evaluated),
+               "dev": [round(x, 6) for x in objective.selection.history],
+               "epoch": [round(step / batches_per_epoch, 4) for step in evaluated]},
         train_examples=len(train_set),
         steps=result.steps,
         train_tokens=result.train_tokens,
@@ -268,8 +319,10 @@ def run_finetune(kind: str, metric: str | Sequence[str], splits: dict, eval_spli
         resumed_from=result.resumed_from,
         seconds=time.perf_counter() - started,
         train_features=len(train_features),
+        lr=p.lr,
+        dev_score=objective.selection.best_score,
     )
 
 
-__all__ = ["run_finetune", "build_encoder", "load_tokenizer", "read_bert_config", "FinetuneModel",
+__all__ = ["run_finetune", "run_finetune_seed", "learning_rates", "build_encoder", "load_tokenizer", "read_bert_config", "FinetuneModel",
            "FinetuneObjective", "collate", "infer"]

@@ -29,8 +29,10 @@ class SeedResult:
 
     scores: dict[str, float]      # metric key (e.g. "accuracy", "f1") → its value
     predictions: list             # one per evaluation example, as the task kind predicts
-    best_epoch: int               # the epoch kept (1-based): best primary score on dev
-    curve: dict[str, list[float]]  # per epoch trained: "train_loss" (mean) and "dev" (primary)
+    best_epoch: int               # the dev evaluation kept (1-based): best primary score on
+                                  # dev; an epoch (feature-based) or every eval_every steps (fine-tuning)
+    curve: dict[str, list[float]]  # per dev evaluation: "train_loss" (mean since the last) and
+                                   # "dev" (primary); fine-tuning adds "epoch" (epochs trained)
     train_examples: int           # the training examples trained on (the dev rows held out)
     steps: int                    # optimiser steps taken (early stopping may end sooner)
     train_tokens: int             # words (feature-based) or sub-word tokens (fine-tuned) seen
@@ -44,6 +46,11 @@ class SeedResult:
     mix_weights: dict[str, list[float] | None] | None = None
     # fine-tuning: the sequences trained on (a span-QA example may give several windows)
     train_features: int | None = None
+    # fine-tuning: the learning rate trained at, the kept evaluation's dev score, and (where
+    # the params gave a grid) each rate's best dev score on this seed, by rate
+    lr: float | None = None
+    dev_score: float | None = None
+    lr_search: dict[str, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -103,8 +110,8 @@ class CellRecord:
     unavailable: str | None = None        # why the task has no data; None: the cell ran
     # -- the results (empty when unavailable); lists are per seed, in the order of ``seeds``
     scores: dict[str, MetricScores] = field(default_factory=dict)   # metric key → over seeds
-    best_epoch: list[int] = field(default_factory=list)
-    curves: list[dict] = field(default_factory=list)     # {"train_loss", "dev"}: per epoch
+    best_epoch: list[int] = field(default_factory=list)  # the dev evaluation kept (1-based)
+    curves: list[dict] = field(default_factory=list)     # {"train_loss", "dev"}: per evaluation
     degenerate: list[bool] = field(default_factory=list)  # one label for ≥ 95 %: its kind's is_degenerate
     # feature-based methods: position → the mix weights of each seed (SeedResult.mix_weights)
     mix_weights: dict[str, list[list[float] | None]] | None = None
@@ -113,6 +120,10 @@ class CellRecord:
     eval_examples: int | None = None
     # methods that read static word vectors: the share of evaluation words without one
     word_vector_oov_rate: float | None = None
+    # fine-tuning: each seed's learning rate, and the grid's dev scores on the first seed
+    # (rate → best dev score) where the params gave a grid
+    lr: list[float] | None = None
+    lr_search: dict[str, float] | None = None
 
     # -- what the report reads
 
@@ -160,6 +171,10 @@ class CellRecord:
                    eval_examples=self.eval_examples)
         if self.word_vector_oov_rate is not None:
             out["word_vector_oov_rate"] = self.word_vector_oov_rate
+        if self.lr is not None:
+            out["lr"] = self.lr
+        if self.lr_search is not None:
+            out["lr_search"] = self.lr_search
         return out
 
     @classmethod
@@ -198,7 +213,8 @@ class CellRecord:
             best_epoch=data["best_epoch"], curves=data["curves"], degenerate=data["degenerate"],
             mix_weights=_checked_mix_weights(data.get("mix_weights"), path),
             **{key: data[key] for key in ("train_examples", "dev_examples", "eval_examples")},
-            word_vector_oov_rate=data.get("word_vector_oov_rate"))
+            word_vector_oov_rate=data.get("word_vector_oov_rate"),
+            lr=data.get("lr"), lr_search=data.get("lr_search"))
 
 
 def _check_list(data: dict, path: Path, key: str) -> None:

@@ -117,3 +117,14 @@ def epoch_losses(curve: list, steps_per_epoch: int) -> list[float]:
     losses = [row[1] for row in curve]
     return [round(float(np.mean(losses[i:i + steps_per_epoch])), 6)
             for i in range(0, len(losses), steps_per_epoch)]
+
+
+def interval_losses(curve: list, boundaries: list[int]) -> list[float]:
+    """Mean training loss of the steps before each boundary step and after the previous one
+    (the loop's per-step curve; boundaries: the steps at which dev was scored)."""
+    losses, out, start = [row[1] for row in curve], [], 0
+    for end in boundaries:
+        if end > start:
+            out.append(round(float(np.mean(losses[start:end])), 6))
+        start = end
+    return out
