@@ -3,7 +3,9 @@ projection, values and every gradient, and a working fallback where it cannot be
 
 from __future__ import annotations
 
+import os
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -131,3 +133,28 @@ def test_backward_leaves_the_incoming_gradient_as_it_was():
     assert torch.equal(incoming, before)
     (torch_grad,) = torch.autograd.grad(layer.lstm(x)[0], x, grad_outputs=incoming)
     torch.testing.assert_close(kernel_grad, torch_grad, atol=1e-5, rtol=1e-4)
+
+
+def test_a_lock_left_by_a_killed_build_does_not_hang_the_next_one(tmp_path):
+    """torch's builder waits forever on a `lock` file a killed build left in its folder; the
+    next build (holding ctxrep's OS lock, which no dead process can hold) removes it."""
+    import shutil
+    import subprocess
+    import sys
+
+    from torch.utils import cpp_extension
+
+    assert lstmp_cpu.kernel() is not None
+    root = Path(os.environ.get("TORCH_EXTENSIONS_DIR") or cpp_extension.get_default_build_root())
+    built = max(root.glob("ctxrep_lstmp_cpu-*"), key=lambda p: p.stat().st_mtime)
+    copy = tmp_path / "extensions" / built.name
+    shutil.copytree(built, copy, ignore=shutil.ignore_patterns("lock", ".ctxrep-build.lock"))
+    (copy / "lock").write_text("")  # what `kill -9` of a build leaves
+    proc = subprocess.run(
+        [sys.executable, "-c", "from ctxrep.models import lstmp_cpu; "
+                               "print(lstmp_cpu.kernel() is not None)"],
+        env={**os.environ, "TORCH_EXTENSIONS_DIR": str(tmp_path / "extensions")},
+        capture_output=True, text=True, timeout=240)
+    assert proc.stdout.strip() == "True", proc.stderr
+    assert "left by a kernel build that was killed" in proc.stderr
+    assert not (copy / "lock").exists()

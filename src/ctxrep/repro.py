@@ -123,6 +123,14 @@ def main(profile: str, overrides: list[str]) -> int:
         return 2
     if check(profile, overrides) != 0:
         return 2
+    index_lock = Path(git("rev-parse", "--git-path", "index.lock") or ".git/index.lock")
+    if index_lock.exists():
+        # `dvc exp run` stashes params.yaml and dvc.lock on its way in; with git's index locked
+        # it fails half-way and leaves them in the stash. Refuse before it starts.
+        say(f"git's index is locked ({index_lock}): another git command is running in this "
+            f"checkout, or one was killed. If none is running, remove the lock (rm "
+            f"{index_lock}) and run again; nothing was changed")
+        return 2
     lock = acquire_lock()
     owner = workspace.live_owner()  # a DVC process left running by a killed `make repro`
     if owner is not None:
@@ -139,6 +147,7 @@ def main(profile: str, overrides: list[str]) -> int:
     cmd = [dvc, "exp", "run", *(arg for value in sets for arg in ("-S", value))]
     print("dvc exp run " + " ".join(f"-S {shlex.quote(value)}" for value in sets), flush=True)
     env = {**os.environ, PIPELINE_ENV: uuid.uuid4().hex}  # one MLflow parent run per run
+    stashes = len(git("stash", "list").splitlines())
     proc = subprocess.Popen(cmd, env=env)
     forward = lambda signum, _frame: proc.send_signal(signum)  # noqa: E731
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -148,6 +157,9 @@ def main(profile: str, overrides: list[str]) -> int:
     finally:
         reattach_head()
         lock.close()
+    if len(git("stash", "list").splitlines()) > stashes:
+        say("DVC left workspace changes (params.yaml, dvc.lock) in `git stash` (stash@{0}): "
+            "`git stash pop` puts them back")
     if rc == 0:
         try:
             stale = prune_lock()

@@ -292,11 +292,37 @@ def _dvc_said(proc: subprocess.CompletedProcess) -> str:
     return said[0][:240] if said else f"exit status {proc.returncode}"
 
 
-def _remove(root: Path, path: str) -> bool:
-    target = root / path  # a symlink output (cache.type symlink) may point out of the repo
+# Never removed, whatever dvc.lock says: the repository, DVC's own folder, MLflow's store.
+PROTECTED = (".git", ".dvc", "mlflow.db", "mlruns", "dvc.yaml", "dvc.lock", "params.yaml")
+
+
+def declared_outputs(root: Path) -> set[str]:
+    """Every output path ``dvc.yaml`` declares (foreach stages resolved, as DVC resolves them),
+    relative to ``root``: the only paths repair may remove. ``dvc.lock`` alone is not trusted:
+    it is a file anyone can edit, and it could name ``.git``."""
+    from dvc.repo import Repo
+
+    with Repo(str(root)) as repo:
+        return {os.path.normpath(os.path.relpath(out.fs_path, repo.root_dir))
+                for stage in repo.index.stages for out in stage.outs}
+
+
+def removable(root: Path, path: str, declared: set[str]) -> str | None:
+    """Why ``path`` (from dvc.lock) must not be removed, or None if it may be."""
+    norm = os.path.normpath(path)
+    if norm.split(os.sep)[0] in PROTECTED or norm in (".", ".."):
+        return "a file of git, DVC or MLflow, never an output"
+    if norm not in declared:
+        return "not an output that dvc.yaml declares"
+    target = root / norm  # a symlink output (cache.type symlink) may point out of the repo
     where = target.parent.resolve() / target.name
     if not where.is_relative_to(root.resolve()) or where == root.resolve():
-        return False
+        return "outside the workspace"
+    return None
+
+
+def _remove(root: Path, path: str) -> bool:
+    target = root / os.path.normpath(path)
     if target.is_dir() and not target.is_symlink():
         shutil.rmtree(target)
     elif target.exists() or target.is_symlink():
@@ -320,6 +346,13 @@ def repair_workspace(root: Path | str = ".", say=print) -> bool:
     if not damaged:
         say("ctxrep verify: every output matches dvc.lock; nothing to repair")
         return True
+    declared = declared_outputs(root)
+    refused = {d.path: why for d in damaged if (why := removable(root, d.path, declared))}
+    for path, why in refused.items():
+        say(f"ctxrep verify: dvc.lock names {path}: {why}; left alone, not repaired")
+    damaged = [d for d in damaged if d.path not in refused]
+    if not damaged:
+        return False
     for d in damaged:
         for line in d.problems:
             say(line)

