@@ -321,3 +321,35 @@ def test_bucket_by_length_groups_similar_lengths_and_shuffles():
     assert batches == bucket_by_length(lengths, 16, random.Random(1), pool_batches=10)
     again = bucket_by_length(lengths, 16, random.Random(3), pool_batches=10)
     assert [b[0] for b in again] != [b[0] for b in batches]  # a new epoch, a new order
+
+
+def test_heldout_accuracy_at_mask_separates_copying_from_learning_from_context():
+    """A model that copies its input at every chosen position scores ~10 % over all of them
+    (the kept tokens) and 0 at [MASK] positions: only the at-mask number says it has learned
+    nothing from context."""
+    from types import SimpleNamespace
+
+    from ctxrep.models.bert import BertConfig, BertForPreTraining, PreTrainingOutput
+    from ctxrep.pretraining.bert_objective import BertObjective
+
+    vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+                                        + [f"w{i}" for i in range(200)])}
+    docs = [[[5 + (d * 7 + s * 3 + t) % 200 for t in range(12)] for s in range(6)] for d in range(8)]
+    p = SimpleNamespace(mlm_prob=0.15, whole_word=False, max_seq_len=32, short_seq_prob=0.0,
+                        nsp=False, seed=0, eval_instances=100, batch_size=8)
+    config = BertConfig.named("tiny", vocab_size=len(vocab), max_position_embeddings=64,
+                              hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                              pre_layer_norm=False)
+
+    class Copier(BertForPreTraining):
+        def forward(self, input_ids, token_type_ids=None, attention_mask=None, labels=None,
+                    next_sentence_label=None):
+            chosen = labels != IGNORE_INDEX
+            hits = input_ids[chosen] == labels[chosen]
+            zero = torch.tensor(0.0)
+            return PreTrainingOutput(zero, zero, None, hits.sum(), chosen.sum(), None, None, hits)
+
+    objective = BertObjective(Copier(config), docs, docs, vocab, p, torch.device("cpu"))
+    metrics = objective.evaluate()
+    assert metrics["val_mlm_acc_at_mask"] == 0.0
+    assert 0.05 < metrics["val_mlm_acc"] < 0.2   # the kept tenth, and a random token now and then

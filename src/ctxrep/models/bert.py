@@ -296,6 +296,7 @@ class PreTrainingOutput(NamedTuple):
     mlm_count: torch.Tensor  # number of masked positions
     nsp_correct: torch.Tensor | None
     nsp_count: torch.Tensor | None
+    mlm_hits: torch.Tensor | None = None  # (masked positions,) bool, row-major: predicted right
 
 
 class PreTrainingLogits(NamedTuple):
@@ -339,7 +340,8 @@ class BertForPreTraining(nn.Module):
         mlm_count = targets.new_tensor(targets.numel())
         mlm_loss = F.cross_entropy(mlm_logits.float(), targets, reduction="sum") / mlm_count.clamp(min=1)
         with torch.no_grad():
-            mlm_correct = (mlm_logits.argmax(-1) == targets).sum()
+            mlm_hits = mlm_logits.argmax(-1) == targets
+            mlm_correct = mlm_hits.sum()
 
         nsp_loss = nsp_correct = nsp_count = None
         loss = mlm_loss
@@ -350,7 +352,8 @@ class BertForPreTraining(nn.Module):
             with torch.no_grad():
                 nsp_correct = (nsp_logits.argmax(-1) == next_sentence_label).sum()
                 nsp_count = next_sentence_label.new_tensor(next_sentence_label.numel())
-        return PreTrainingOutput(loss, mlm_loss, nsp_loss, mlm_correct, mlm_count, nsp_correct, nsp_count)
+        return PreTrainingOutput(loss, mlm_loss, nsp_loss, mlm_correct, mlm_count, nsp_correct,
+                                 nsp_count, mlm_hits)
 
     def logits(
         self,

@@ -229,7 +229,9 @@ def model_lines(inputs: ReportInputs) -> list[str]:
         lines.append(f"- BERT: {_int(bert.get('params'))} parameters, held-out MLM loss "
                      f"{_float(bert.get('val_mlm_loss'), '.3f')}, MLM accuracy "
                      f"{_pct(bert, 'val_mlm_acc')}% (most-frequent token "
-                     f"{_pct(bert, 'val_mlm_acc_most_frequent')}%), NSP accuracy "
+                     f"{_pct(bert, 'val_mlm_acc_most_frequent')}%), at [MASK] positions "
+                     f"{_pct(bert, 'val_mlm_acc_at_mask')}% (most-frequent token "
+                     f"{_pct(bert, 'val_mlm_acc_at_mask_most_frequent')}%), NSP accuracy "
                      f"{_pct(bert, 'val_nsp_acc')}%.")
     if (record := _imported(inputs, "bert-published")) is not None:
         users = sorted(f"`{c.method}` on {task}" for task, cells in inputs.transfer.items()

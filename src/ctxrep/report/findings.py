@@ -102,7 +102,22 @@ def pretraining_findings(pretrain: dict[str, dict | None]) -> list[Finding]:
             f"{rel} a unigram model's ({bilm['unigram_ppl']:.1f})"
             + ("." if ok else ": at this scale it has not learned more than word frequencies.")
         )))
-    if bert and "val_mlm_acc" in bert and "val_mlm_acc_most_frequent" in bert:
+    if bert and "val_mlm_acc_at_mask" in bert and "val_mlm_acc_at_mask_most_frequent" in bert:
+        # Judged at [MASK] positions: over all chosen positions, copying the 10 % kept tokens
+        # lifts a model that has learned only frequencies well above the most-frequent rate.
+        rel = relation(100 * bert["val_mlm_acc_at_mask"],
+                       100 * bert["val_mlm_acc_at_mask_most_frequent"])
+        ok = rel == "above" and bert["val_mlm_acc_at_mask"] >= 1.5 * bert[
+            "val_mlm_acc_at_mask_most_frequent"]
+        findings.append(Finding(ok, (
+            f"BERT's held-out accuracy at [MASK] positions ({100 * bert['val_mlm_acc_at_mask']:.1f}%; "
+            f"{100 * bert.get('val_mlm_acc', float('nan')):.1f}% over every chosen position, "
+            f"copies of kept tokens included) is {rel} always predicting the most frequent "
+            f"token ({100 * bert['val_mlm_acc_at_mask_most_frequent']:.1f}%)"
+            + ("." if ok else ": at this scale the MLM has not learned much beyond frequencies "
+               "(it needs 1.5 x that rate to count as learning from context).")
+        )))
+    elif bert and "val_mlm_acc" in bert and "val_mlm_acc_most_frequent" in bert:
         rel = relation(100 * bert["val_mlm_acc"], 100 * bert["val_mlm_acc_most_frequent"])
         ok = rel == "above"
         findings.append(Finding(ok, (
