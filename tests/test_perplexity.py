@@ -217,6 +217,16 @@ def test_errors(tmp_path, text, capsys):
     assert "needs the LM head" in one_line_exit_2(capsys, tmp_path / "imported", text)
     encoder = tiny_bert(tmp_path, mlm_head=False)
     assert "needs an MLM head" in one_line_exit_2(capsys, encoder, text)
+    # not text, or text that is not prose: refused before any model reads it
+    nul = tmp_path / "nul.txt"
+    nul.write_bytes(b"\x00\x00\x00\x00\n")
+    assert "control character" in one_line_exit_2(capsys, bilm, nul)
+    line = tmp_path / "line.txt"
+    line.write_text("word " * 30_000, encoding="utf-8")  # 150,000 characters, no line end
+    assert "break the text into lines" in one_line_exit_2(capsys, bilm, line)
+    run_on = tmp_path / "run_on.txt"
+    run_on.write_text("word " * 5000, encoding="utf-8")  # 25,000 characters, no sentence end
+    assert "break the text into sentences" in one_line_exit_2(capsys, bilm, run_on)
 
 
 @pytest.mark.slow

@@ -75,6 +75,28 @@ def test_broken_mirror_file_stops_and_leaves_nothing(tiny_mirror, tmp_path, monk
     assert not out.exists() and list(out.parent.iterdir()) == []
 
 
+def test_a_mirror_file_that_links_outside_the_mirror_is_refused(tiny_mirror, tmp_path, monkeypatch):
+    """A corpus file replaced by a symlink to a file outside the mirror (e.g. a gzip of
+    /etc/passwd) used to become corpus text; locate and fetch refuse it, naming both paths."""
+    import gzip
+    import shutil
+
+    mirror = tmp_path / "m"
+    shutil.copytree(tiny_mirror, mirror)
+    outside = tmp_path / "secret.txt.gz"
+    outside.write_bytes(gzip.compress(b"root:x:0:0:root:/root:/bin/bash\n"))
+    victim = next((mirror / "corpus").rglob("*.gz"))
+    victim.unlink()
+    victim.symlink_to(outside)
+    monkeypatch.setenv("CTXREP_DATA_MIRROR", str(mirror))
+    spec = registry.CORPORA["wikipedia"]
+    for call in (lambda: sources.locate(spec, "mirror"),
+                 lambda: sources.fetch(spec, "mirror", {}, tmp_path / "out")):
+        with pytest.raises(sources.DataError, match="outside the data mirror"):
+            call()
+    assert not (tmp_path / "out").exists()
+
+
 def test_every_task_reads_from_fixture_mirror(mirror_env, tmp_path):
     for name, spec in tasks.every().items():
         m = sources.fetch(spec, "mirror", {"seed": 0, "squad_train_fraction": 0.6}, tmp_path / name,

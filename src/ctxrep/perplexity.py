@@ -93,10 +93,29 @@ def read_sentences(text_path: Path) -> list[str]:
         text = text_path.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
         raise InputError(f"{text_path}: not UTF-8 text ({e.reason} at byte {e.start})") from e
+    controls = sum(1 for c in text if ord(c) < 32 and c not in "\t\n\r\f")
+    if controls:
+        raise InputError(f"{text_path}: holds {controls} control character(s) (NUL and the "
+                         f"like): not plain text")
+    for number, line in enumerate(text.splitlines(), 1):
+        if len(line) > MAX_LINE_CHARS:
+            raise InputError(f"{text_path}:{number}: a line of {len(line):,} characters (at most "
+                             f"{MAX_LINE_CHARS:,}): not prose; break the text into lines")
     sentences = split_sentences(text)
     if not sentences:
         raise InputError(f"{text_path}: the text is empty (no sentence to score)")
+    longest = max(sentences, key=len)
+    if len(longest) > MAX_SENTENCE_CHARS:
+        raise InputError(f"{text_path}: a sentence of {len(longest):,} characters (at most "
+                         f"{MAX_SENTENCE_CHARS:,}; it starts {longest[:40]!r}): the sentence "
+                         f"splitter found no sentence end in it; break the text into sentences")
     return sentences
+
+
+# Bounds on the input: a biLM reads a sentence whole, so one unbounded "sentence" (a file with
+# no sentence ends) would grow memory without limit.
+MAX_LINE_CHARS = 100_000
+MAX_SENTENCE_CHARS = 20_000
 
 
 # ------------------------------------------------------------------------------------- biLM

@@ -206,6 +206,7 @@ def locate(spec: DatasetSpec, source: str) -> dict:
     entry = {"available": True, "source": res.source, "location": res.location, "files": {}}
     if res.source == "mirror":
         root = os.environ[MIRROR_ENV]
+        check_inside_mirror(res.files, root)
         entry["files"] = {str(Path(f).relative_to(root)): sha256_file(f) for f in res.files}
     elif res.source == "package":
         entry["package_version"] = _package_version(spec.package)
@@ -232,6 +233,18 @@ def check_located(name: str, manifest: dict | None, located_dir: Path | str = LO
                                       f"the data changed during the run; run again")
 
 
+def check_inside_mirror(files, root: str | Path) -> None:
+    """Every mirror file must lie inside the mirror once symlinks are followed: a link from
+    the mirror to, say, /etc/passwd would otherwise become corpus text."""
+    top = Path(root).resolve()
+    for f in files:
+        real = Path(f).resolve()
+        if not real.is_relative_to(top):
+            raise R.DataError(Path(f), f"resolves to {real}, outside the data mirror {top} (a "
+                                       f"symlink out of it): refused; put the file itself in "
+                                       f"the mirror")
+
+
 def fetch(spec: DatasetSpec, source: str, opts: dict, out_dir: Path, max_rows: int = 0,
           verify_sha256: bool = True) -> dict:
     """Write ``out_dir`` (Arrow ``DatasetDict`` + ``MANIFEST.json``) atomically; return manifest."""
@@ -241,6 +254,7 @@ def fetch(spec: DatasetSpec, source: str, opts: dict, out_dir: Path, max_rows: i
     hashes = {}
     if res.source == "mirror":
         root = os.environ[MIRROR_ENV]
+        check_inside_mirror(res.files, root)
         hashes = {str(Path(f).relative_to(root)): sha256_file(f) for f in res.files}
         for rel, digest in hashes.items():
             pinned = spec.sha256.get(rel)
