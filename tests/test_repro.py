@@ -177,3 +177,13 @@ def test_changes_dvc_leaves_in_the_stash_are_named(tmp_path):
     proc = repro(repo, fake_dvc(tmp_path, "git stash -q; exit 2"))
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 2 and "`git stash pop` puts them back" in err
+
+
+def test_an_unbalanced_quote_in_set_is_one_line_not_a_traceback(tmp_path):
+    (tmp_path / "repo").mkdir()
+    repo = scratch_repo(tmp_path / "repo")
+    env = {**os.environ, "DVC": fake_dvc(tmp_path, "exit 0"), "SET": "pretrain_bert.steps='5"}
+    proc = subprocess.run([sys.executable, "-m", "ctxrep", "repro", "tiny"], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "No closing quotation" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -114,7 +114,13 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     # `make repro SET='a.b=1 c=[x,y]'`: make's overrides come through the environment, split
     # here (no shell, so no globbing of `[x,y]`).
-    return main(args.profile, [*args.overrides, *shlex.split(os.environ.get("SET", ""))])
+    try:
+        overrides = shlex.split(os.environ.get("SET", ""))
+    except ValueError as e:  # an unbalanced quote
+        say(f"SET={os.environ.get('SET', '')!r}: {e}; quote each key=value as a shell would, "
+            f"e.g. SET='transfer.common.seeds=[0,1] grid.tasks=[ud_pos]'")
+        return 2
+    return main(args.profile, [*args.overrides, *overrides])
 
 
 def main(profile: str, overrides: list[str]) -> int:

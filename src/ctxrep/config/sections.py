@@ -130,6 +130,15 @@ class BiLMParams(ModelSourceParams):
 
         return list(elmo_files(self.path))
 
+    def check(self, section: str) -> None:
+        super().check(section)
+        # The architecture, before any stage runs (pretrain_bilm would otherwise find out after
+        # DVC has removed its old outputs).
+        if self.source == "train" and self.preset == "custom":
+            if not self.filters or any(len(f) != 2 for f in self.filters):
+                raise ParamError(f"{section}.filters", self.filters,
+                                 "a non-empty list of [width, count] pairs")
+
 
 @section
 class BertParams(ModelSourceParams):
@@ -158,6 +167,11 @@ class BertParams(ModelSourceParams):
 
     def check(self, section: str) -> None:
         super().check(section)
+        if (self.source == "train" and self.size == "custom"
+                and self.hidden_size % self.num_attention_heads):
+            raise ParamError(f"{section}.hidden_size", self.hidden_size,
+                             f"a multiple of num_attention_heads ({self.num_attention_heads}): "
+                             f"each head takes hidden_size / heads dimensions")
         if self.max_seq_len > self.max_position_embeddings:
             raise ParamError(f"{section}.max_seq_len", self.max_seq_len,
                              f"<= max_position_embeddings ({self.max_position_embeddings})")
