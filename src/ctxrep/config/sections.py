@@ -138,6 +138,10 @@ class BiLMParams(ModelSourceParams):
             if not self.filters or any(len(f) != 2 for f in self.filters):
                 raise ParamError(f"{section}.filters", self.filters,
                                  "a non-empty list of [width, count] pairs")
+            if self.projection_dim >= self.cell_dim:
+                raise ParamError(f"{section}.projection_dim", self.projection_dim,
+                                 f"smaller than cell_dim ({self.cell_dim}): the projection "
+                                 f"reduces the cell")
 
 
 @section
