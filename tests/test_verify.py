@@ -268,3 +268,18 @@ def test_a_stage_that_reads_part_of_a_folder_output_checks_that_part(toy, monkey
             assert verify_stage_inputs("read", toy) == 1  # not an input of this stage
     with pytest.raises(InputError, match=r"outdir/a\.txt: md5"):
         verify_stage_inputs("read", toy)
+
+
+@pytest.mark.parametrize("lock", ["missing", "empty"])
+def test_verify_without_a_recorded_run_fails_in_a_pipeline_checkout(tmp_path, lock, capsys):
+    """A checkout with a dvc.yaml and no (or an empty) dvc.lock has no run to check: exit 1,
+    not a reassuring 0; a folder with no pipeline has nothing to check."""
+    from ctxrep.verify import run_verify
+
+    (tmp_path / "dvc.yaml").write_text("stages: {}\n")
+    if lock == "empty":
+        (tmp_path / "dvc.lock").write_text("")
+    assert run_verify(tmp_path) == 1
+    assert "no run to check" in capsys.readouterr().out
+    (tmp_path / "dvc.yaml").unlink()
+    assert run_verify(tmp_path) == 0

@@ -207,7 +207,13 @@ def run_verify(root: Path | str = ".", repair: bool = False, say=print) -> int:
     if repair:
         return 0 if repair_workspace(root, say) else 1
     if not lock_entries(Path(root)):
-        say(f"ctxrep verify: {Path(root) / 'dvc.lock'} records no outputs: nothing to check")
+        lock = Path(root) / "dvc.lock"
+        if (Path(root) / "dvc.yaml").is_file():  # a pipeline whose run is not recorded
+            say(f"ctxrep verify: {lock} {'records no outputs' if lock.exists() else 'is missing'}"
+                f": there is no run to check; `make repro` (or `git checkout dvc.lock`) "
+                f"records one")
+            return 1
+        say(f"ctxrep verify: {lock} records no outputs: nothing to check")
         return 0
     problems = verify_workspace(root)
     for line in problems:
@@ -340,7 +346,7 @@ def repair_workspace(root: Path | str = ".", say=print) -> bool:
     entries = lock_entries(root)
     if not entries:
         say(f"ctxrep verify: {root / 'dvc.lock'} records no outputs: nothing to repair")
-        return True
+        return not (root / "dvc.yaml").is_file()  # a pipeline with no recorded run is no repair
     cache = cache_dir(root)
     damaged = [d for stage, path, md5 in entries if (d := diagnose(root, cache, stage, path, md5))]
     if not damaged:
