@@ -199,16 +199,18 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    return run_verify(".", args.repair)
+    return run_verify(".", args.repair, no_run_fails=True)
 
 
-def run_verify(root: Path | str = ".", repair: bool = False, say=print) -> int:
-    """``ctxrep verify [--repair]``: the exit status (0: every output matches dvc.lock)."""
+def run_verify(root: Path | str = ".", repair: bool = False, say=print,
+               no_run_fails: bool = False) -> int:
+    """``ctxrep verify [--repair]``: the exit status (0: every output matches dvc.lock). With
+    ``no_run_fails`` (the command), a pipeline checkout whose dvc.lock records nothing fails."""
     if repair:
-        return 0 if repair_workspace(root, say) else 1
+        return 0 if repair_workspace(root, say, no_run_fails) else 1
     if not lock_entries(Path(root)):
         lock = Path(root) / "dvc.lock"
-        if (Path(root) / "dvc.yaml").is_file():  # a pipeline whose run is not recorded
+        if no_run_fails and (Path(root) / "dvc.yaml").is_file():  # no recorded run
             say(f"ctxrep verify: {lock} {'records no outputs' if lock.exists() else 'is missing'}"
                 f": there is no run to check; `make repro` (or `git checkout dvc.lock`) "
                 f"records one")
@@ -336,7 +338,7 @@ def _remove(root: Path, path: str) -> bool:
     return True
 
 
-def repair_workspace(root: Path | str = ".", say=print) -> bool:
+def repair_workspace(root: Path | str = ".", say=print, no_run_fails: bool = False) -> bool:
     """``ctxrep verify --repair``: for each output whose bytes differ from dvc.lock, remove its
     corrupt cache objects (DVC would check them out, re-link them and never pull over them) and
     its workspace copy, restore both with ``dvc pull`` (default remote) and ``dvc checkout
@@ -346,7 +348,7 @@ def repair_workspace(root: Path | str = ".", say=print) -> bool:
     entries = lock_entries(root)
     if not entries:
         say(f"ctxrep verify: {root / 'dvc.lock'} records no outputs: nothing to repair")
-        return not (root / "dvc.yaml").is_file()  # a pipeline with no recorded run is no repair
+        return not (no_run_fails and (root / "dvc.yaml").is_file())
     cache = cache_dir(root)
     damaged = [d for stage, path, md5 in entries if (d := diagnose(root, cache, stage, path, md5))]
     if not damaged:
