@@ -274,3 +274,24 @@ def test_make_repro_refuses_a_bad_cap_before_dvc_runs(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2, proc.stderr
     assert "transfer.common.max_train_examples" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_check_params_write_writes_params_yaml_only_when_valid(tmp_path):
+    """`ctxrep check-params PROFILE --write`: params.yaml for the profile, so `dvc status` can
+    be read before a run; a rejected value leaves params.yaml as it was."""
+    import yaml
+
+    (tmp_path / "repo").mkdir()
+    repo = scratch_repo(tmp_path / "repo")
+    before = (repo / "params.yaml").read_text()
+
+    def check_params(*args):
+        return subprocess.run([sys.executable, "-m", "ctxrep", "check-params", *args],
+                              cwd=repo, capture_output=True, text=True, timeout=300)
+
+    bad = check_params("tiny", "transfer.common.max_train_examples=1", "--write")
+    assert bad.returncode == 2 and (repo / "params.yaml").read_text() == before
+    good = check_params("tiny", "pretrain_bert.steps=7", "--write")
+    assert good.returncode == 0 and "dvc status" in good.stderr
+    written = yaml.safe_load((repo / "params.yaml").read_text())
+    assert written["profile"] == "tiny" and written["pretrain_bert"]["steps"] == 7

@@ -24,10 +24,16 @@ is therefore only comparable between models with the same vocabulary.
 
 The unigram reference, ``exp`` of the mean NLL of the same predictions under the add-one smoothed
 unigram distribution of the model's training corpus (the pipeline's ``unigram_ppl``), needs that
-corpus's word counts: a model folder carries them only when it holds ``bilm_vocab.tsv``
-(``word<TAB>count``, as ``data/tokenized/`` writes it, in the model's vocabulary order).
-``Elmo.save_pretrained`` does not write one, so for ``data/models/bilm`` the reference is
-reported as not available.
+corpus's word counts: a model folder carries them when it holds ``bilm_vocab.tsv``
+(``word<TAB>count``, as ``data/tokenized/`` writes it, in the model's vocabulary order), as
+``pretrain_bilm`` writes beside ``data/models/bilm``; a folder without one (a model saved by
+``Elmo.save_pretrained`` alone) reports the reference as not available.
+
+The text is scored as it is: it is not lower-cased to match a model trained on lower-cased text
+(``tokenize.lowercase``), and a placeholder such as PTB's ``<unk>`` is not the model's
+``<UNK>``: the word tokenizer splits it into ``<``, ``unk``, ``>``. Prepare such a text first
+(lower-case it; replace ``<unk>`` with a word the vocabulary lacks): ``oov_rate`` shows what
+the model did not know.
 
 **BERT** (a Hugging Face folder with ``config.json`` of ``model_type`` bert and ``tokenizer.json``,
 as ``pretrain_bert`` and ``import-bert`` write). Each sentence is ``[CLS] pieces [SEP]``; each

@@ -63,7 +63,7 @@ def compose(profile: str, overrides: list[str] = (), root: Path | str = ".",
     return yaml.safe_load(out.read_text())
 
 
-def check(profile: str, overrides: list[str] = ()) -> int:
+def check(profile: str, overrides: list[str] = (), write: bool = False) -> int:
     """``ctxrep check-params PROFILE [OVERRIDE...]``: the profile name is safe and exists, and
     the params it composes to with the overrides (``key=value``, as ``dvc exp run -S`` takes
     them) are valid; 0, or 2 with the reason on stderr. ``make repro`` runs this before DVC
@@ -82,6 +82,11 @@ def check(profile: str, overrides: list[str] = ()) -> int:
         print(f"ctxrep: cannot compose profile {profile!r} from {CONF_DIR}/: {err}",
               file=sys.stderr)
         return 2
+    if write:  # valid: now params.yaml, as `dvc exp run -S` would write it
+        compose(profile, list(overrides), root=".")
+        print(f"ctxrep: wrote {PARAMS_FILE} for profile {composed['profile']!r}; `dvc status` "
+              f"now lists the stages a run would execute", file=sys.stderr)
+        return 0
     print(f"ctxrep: profile {composed['profile']!r}: params valid", file=sys.stderr)
     return 0
 
@@ -90,7 +95,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("profile", help="a profile of conf/profile/")
     parser.add_argument("overrides", nargs="*", metavar="OVERRIDE",
                         help="key=value, as `dvc exp run -S` takes it")
+    parser.add_argument("--write", action="store_true",
+                        help=f"then write {PARAMS_FILE} (only if valid), so that `dvc status` "
+                             f"says what a run of this profile would execute")
 
 
 def run(args) -> int:
-    return check(args.profile, args.overrides)
+    return check(args.profile, args.overrides, write=args.write)
