@@ -292,6 +292,21 @@ def test_a_seed_that_predicts_one_label_is_flagged_degenerate(tmp_path):
     assert "⚠ degenerate" in section(report.markdown, "### sst2 (accuracy)")
 
 
+def test_a_claim_over_degenerate_cells_says_so_in_its_row(tmp_path):
+    """The claims table called a comparison of two one-label predictors "inconclusive" with
+    nothing beside it; the row now names the degenerate seeds, and says when every seed of
+    both cells is degenerate."""
+    root = make_repo(tmp_path)
+    write_cell(root, "sst2", "static", [0.70, 0.71, 0.72], degenerate=[False, True, False])
+    row = claim_row(report_for(root).markdown, "sst2", "elmo − static")
+    assert "⚠ degenerate seeds: `static` 1/3" in row["verdict"]
+    write_cell(root, "sst2", "static", [0.50, 0.50, 0.50], degenerate=[True] * 3)
+    write_cell(root, "sst2", "elmo", [0.50, 0.50, 0.50], degenerate=[True] * 3,
+               mix_weights={"input": [[0.2, 0.3, 0.5]] * 3})
+    row = claim_row(report_for(root).markdown, "sst2", "elmo − static")
+    assert "both cells degenerate (every seed)" in row["verdict"]
+
+
 def learning(first: float) -> dict:
     """A seed's curve whose training loss falls well below its first epoch's."""
     return {"train_loss": [first, first * 0.8, first * 0.6], "dev": [0.6, 0.7, 0.72]}

@@ -187,3 +187,25 @@ def test_an_unbalanced_quote_in_set_is_one_line_not_a_traceback(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "No closing quotation" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_stage_started_in_the_background_stops_on_sigint_and_sigterm(tmp_path):
+    """A shell starts background jobs with SIGINT ignored, and `kill -INT` did nothing; both
+    signals now stop a stage as Ctrl-C does: one line, exit 130 (SIGINT) or 143 (SIGTERM)."""
+    import signal
+
+    (tmp_path / "repo").mkdir()
+    repo = scratch_repo(tmp_path / "repo")
+    script = ("import time\nfrom ctxrep.stage import stage\n"
+              "with stage('signal_probe', None, track=False):\n"
+              "    print('working', flush=True)\n    time.sleep(60)\n")
+    for signum, code in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", script], cwd=repo, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))  # as `cmd &` does
+        assert proc.stdout.readline().strip() == "working"
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == code, err
+        assert "signal_probe: stopped by" in err and "Traceback" not in err

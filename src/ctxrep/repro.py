@@ -154,10 +154,13 @@ def main(profile: str, overrides: list[str]) -> int:
     print("dvc exp run " + " ".join(f"-S {shlex.quote(value)}" for value in sets), flush=True)
     env = {**os.environ, PIPELINE_ENV: uuid.uuid4().hex}  # one MLflow parent run per run
     stashes = len(git("stash", "list").splitlines())
-    proc = subprocess.Popen(cmd, env=env)
-    forward = lambda signum, _frame: proc.send_signal(signum)  # noqa: E731
+    # Handlers before DVC starts: an ignored SIGINT (a background `make repro &`) would be
+    # inherited by DVC and every stage, and `kill -INT` would stop nothing.
+    proc = None
+    forward = lambda signum, _frame: proc and proc.send_signal(signum)  # noqa: E731
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, forward)
+    proc = subprocess.Popen(cmd, env=env)
     try:
         rc = proc.wait()
     finally:

@@ -14,6 +14,7 @@ import contextlib
 import logging
 import os
 import re
+import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -121,15 +122,32 @@ def stage(name: str, section: str | None, track: bool = True,
     ``torch.save`` raises instead: ``RuntimeError ... unexpected pos``) exits with status
     :data:`~ctxrep.errors.NO_SPACE_EXIT` and one line saying so: outputs are written to a
     temporary sibling and renamed when complete, so the ones already finished are kept."""
+    stop_on_signals()
     try:
         with _stage(name, section, track, logged_params) as ctx:
             yield ctx
+    except KeyboardInterrupt as e:
+        how = e.args[0] if e.args else "Ctrl-C (SIGINT)"
+        log.error("%s: stopped by %s; the outputs finished so far are kept (each is written "
+                  "whole or not at all), and a rerun resumes from the last checkpoint", name, how)
+        raise SystemExit(143 if "SIGTERM" in str(how) else 130) from None
     except Exception as e:
         full, path = no_space_left(e)
         if not full:
             raise
         log.error("%s: %s", name, no_space_message(path))
         raise SystemExit(NO_SPACE_EXIT) from e
+
+
+def stop_on_signals() -> None:
+    """SIGINT and SIGTERM both stop a stage as Ctrl-C does (KeyboardInterrupt: partial outputs
+    are removed, the MLflow run is closed). SIGINT is set explicitly: a process started in the
+    background by a shell (`make repro &`) inherits it ignored, so `kill -INT` did nothing."""
+    def terminate(signum, _frame):
+        raise KeyboardInterrupt("SIGTERM")
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, terminate)
 
 
 # `dvc exp run -S key=bad` writes params.yaml before any stage can refuse the value.

@@ -221,7 +221,7 @@ def claims_section(evidence: Evidence, inputs: ReportInputs, figures: dict | Non
         comparison = f"{j.claim.better} − {j.claim.worse}{dagger}"
         rows.append([j.claim.statement, j.claim.source, j.task, comparison,
                      f"{j.difference.estimate * scale:+.1f}", format_ci(j.difference, scale),
-                     f"**{j.verdict}**"])
+                     f"**{j.verdict}**" + degenerate_note(inputs, j)])
         d = j.difference
         forest.append((f"{comparison} · {j.task}", d.estimate * scale, d.low * scale,
                        d.high * scale, j.verdict))
@@ -237,6 +237,20 @@ def claims_section(evidence: Evidence, inputs: ReportInputs, figures: dict | Non
     used = {m for j in evidence.judgements for m in (j.claim.better, j.claim.worse)} & marked
     return "\n".join(parts + stand_ins(evidence.judgements) + published_footnote(used)
                      + not_judged(evidence.judgements, inputs))
+
+
+def degenerate_note(inputs: ReportInputs, j: Judgement) -> str:
+    """What the verdict cell says when a compared cell has degenerate seeds (one label for
+    nearly everything): a claim over such cells compares trivial predictors, whatever its CI."""
+    cells = inputs.transfer.get(j.task, {})
+    flagged = {m: cells[m].degenerate for m in (j.claim.better, j.claim.worse)
+               if m in cells and any(cells[m].degenerate)}
+    if not flagged:
+        return ""
+    if len(flagged) == 2 and all(all(flags) for flags in flagged.values()):
+        return " ⚠ both cells degenerate (every seed): it compares trivial predictors"
+    return " ⚠ degenerate seeds: " + ", ".join(
+        f"`{m}` {sum(flags)}/{len(flags)}" for m, flags in flagged.items())
 
 
 def stand_ins(judgements: list[Judgement]) -> list[str]:
