@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import os
 import re
 import sys
 import xml.etree.ElementTree as ET
