@@ -433,7 +433,7 @@ def test_pngs_change_when_a_number_does(tmp_path):
 
 def test_everything_missing_still_gives_a_report(tmp_path):
     report = report_for(tmp_path)
-    empty = {"cells": {}, "baselines": {}, "claims": [], "pretrain": {}}
+    empty = {"cells": {}, "baselines": {}, "claims": [], "pretrain": {}, "intrinsic": {}}
     assert report.summary == empty and report.figures == {}
     assert "`metrics/pretrain_bilm.json` is missing" in report.markdown
     assert "`metrics/pretrain_static.json` is missing" in report.markdown
@@ -831,3 +831,28 @@ def test_squad_intervals_and_differences_are_in_the_points_of_its_f1(tmp_path):
         section(markdown, CLAIMS)
     low, high = (float(x) for x in claim["95 % CI"].strip("[]").split(", "))
     assert 10 < low < 20 < high < 30
+
+
+def test_the_intrinsic_perplexities_are_headline_metrics(tmp_path):
+    """`dvc metrics diff` of an experiment that changed a model shows its out-of-domain
+    perplexities: they are in metrics/headline.json (a DVC metric)."""
+    root = make_repo(tmp_path)
+    intrinsic = {  # as the intrinsic stage writes it (a default run's numbers)
+        "text": {"lines": 1000, "path": "data/intrinsic/conll2003-test.txt", "split": "test",
+                 "task": "conll2003"},
+        "bilm": {"kind": "bilm", "oov_rate": 0.222456, "oov_scored_as": "<UNK>",
+                 "oov_tokens": 2750, "perplexity_backward": 258.124351,
+                 "perplexity_forward": 256.411525, "perplexity_mean": 257.266513,
+                 "predictions_per_direction": 13385, "sentences": 1023,
+                 "sentences_total": 1023, "tokens": 12362, "unigram_note": None,
+                 "unigram_ppl": 516.009727, "vocab_size": 20000},
+        "bert": {"kind": "bert", "mlm_accuracy": 0.031, "oov_rate": 0.0, "oov_scored_as": "[UNK]",
+                 "oov_tokens": 0, "pseudo_perplexity": 2408.841844, "sentences": 116,
+                 "sentences_total": 1023, "tokens": 2000, "tokens_total": 17161,
+                 "unigram_ppl": None, "vocab_size": 16000}}
+    write(root, "metrics/intrinsic.json", intrinsic)
+    from ctxrep.report.summary import DECIMALS, headline
+
+    assert headline(report_for(root).summary)["intrinsic"] == {
+        "bilm_ppl": round(intrinsic["bilm"]["perplexity_mean"], DECIMALS),
+        "bert_pppl": round(intrinsic["bert"]["pseudo_perplexity"], DECIMALS)}

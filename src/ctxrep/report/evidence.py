@@ -17,7 +17,7 @@ from ctxrep.analysis.claims import (LAYER_CLAIMS, STAND_INS, Judgement, judge_al
                                    unjudged)
 from ctxrep.report import plots
 from ctxrep.report.inputs import ReportInputs
-from ctxrep.report.summary import pretrain_headlines, seeds_did_not_learn
+from ctxrep.report.summary import intrinsic_headlines, pretrain_headlines, seeds_did_not_learn
 from ctxrep.report.tables import INTERVAL_SCALE, MISSING, markdown_table, percent_scale
 
 LEARNING_CURVE_SOURCE = "ELMo §5.4, Fig. 1 (seed 004)"  # the sample-efficiency claim's source
@@ -306,4 +306,5 @@ def summary_extras(inputs: ReportInputs, evidence: Evidence) -> dict:
                  for task, cis in sorted(evidence.intervals.items())},
         "claims": [j.as_dict() for j in evidence.judgements],
         "pretrain": pretrain_headlines(inputs.pretrain),
+        "intrinsic": intrinsic_headlines(inputs.intrinsic),
     }

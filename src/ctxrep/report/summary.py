@@ -60,13 +60,27 @@ def summarise(transfer: dict[str, dict[str, CellRecord]], extras: dict | None = 
                     for method, cell in sorted(cells.items())}
              for task, cells in sorted(transfer.items())}
     return {"cells": cells, "baselines": extras.get("baselines", {}),
-            "claims": extras.get("claims", []), "pretrain": extras.get("pretrain", {})}
+            "claims": extras.get("claims", []), "pretrain": extras.get("pretrain", {}),
+            "intrinsic": extras.get("intrinsic", {})}
 
 
 # The pretraining numbers that are headlines: held-out quality and the budget it took (the rest
 # of metrics/pretrain_*.json are statistics: parameter counts, FLOPs, per-direction values).
 PRETRAIN_HEADLINES = {"bilm": ("val_ppl", "unigram_ppl", "train_tokens"),
-                      "bert": ("val_mlm_acc", "train_tokens")}
+                      "bert": ("val_mlm_acc", "val_mlm_acc_at_mask", "train_tokens")}
+# metrics/intrinsic.json's headlines (the models on a text from another domain): model → the key
+# there, and its name here.
+INTRINSIC_HEADLINES = {"bilm": ("perplexity_mean", "ppl"), "bert": ("pseudo_perplexity", "pppl")}
+
+
+def intrinsic_headlines(intrinsic: dict | None) -> dict:
+    """{"<model>_<name>": value} of :data:`INTRINSIC_HEADLINES` in ``metrics/intrinsic.json``."""
+    out = {}
+    for model, (key, name) in INTRINSIC_HEADLINES.items():
+        value = ((intrinsic or {}).get(model) or {}).get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[f"{model}_{name}"] = round(float(value), DECIMALS)
+    return out
 
 
 def pretrain_headlines(pretrain: dict[str, dict | None]) -> dict:
@@ -88,7 +102,8 @@ def headline(summary: dict) -> dict:
 
         {task: {method or baseline: mean}, "claims": {verdict: count},
          "pretrain": {"bilm": {"val_ppl", "unigram_ppl", "train_tokens"},
-                      "bert": {"val_mlm_acc", "train_tokens"}}}
+                      "bert": {"val_mlm_acc", "val_mlm_acc_at_mask", "train_tokens"}},
+         "intrinsic": {"bilm_ppl", "bert_pppl"}}   (on a text from another domain)
 
     Stds, seeds and the CIs of single cells stay in summary.json; each claim's Δ and CI is in
     :func:`claim_metrics`."""
@@ -101,6 +116,8 @@ def headline(summary: dict) -> dict:
     out["claims"] = {v: verdicts.count(v) for v in (*VERDICTS, *sorted(set(verdicts) - {*VERDICTS}))}
     if summary.get("pretrain"):
         out["pretrain"] = summary["pretrain"]
+    if summary.get("intrinsic"):
+        out["intrinsic"] = summary["intrinsic"]
     return out
 
 
