@@ -282,3 +282,18 @@ def test_ctxrep_mlflow_0_runs_a_stage_without_mlflow_and_with_the_same_outputs(t
     assert not (same.diff_files or same.left_only or same.right_only), "outputs differ"
     if not any(outputs["1"].iterdir()):
         pytest.fail("locate_data wrote nothing to compare")
+
+
+def test_a_locked_store_is_one_line_naming_the_way_out():
+    from ctxrep.errors import InputError
+    from ctxrep.tracking import store_errors
+
+    class OperationalError(Exception):
+        pass
+
+    with pytest.raises(InputError, match=r"locked by another process.*CTXREP_MLFLOW=0"):
+        with store_errors("sqlite:////x/mlflow.db"):
+            raise OperationalError("(sqlite3.OperationalError) database is locked")
+    with pytest.raises(OperationalError, match="no such table"):
+        with store_errors("sqlite:////x/mlflow.db"):
+            raise OperationalError("no such table: runs")

@@ -388,6 +388,22 @@ def pipeline_run(client, experiment_id: str, key: str, source: str,
 
 
 @contextlib.contextmanager
+def store_errors(uri: str) -> Iterator[None]:
+    """A SQLite store another process holds locked (SQLAlchemy's "database is locked", after
+    SQLite's own wait) becomes one line that says what to do, not a traceback."""
+    try:
+        yield
+    except Exception as e:  # noqa: BLE001 — SQLAlchemy's OperationalError, wrapped by MLflow
+        if "database is locked" not in str(e):
+            raise
+        from ctxrep.errors import InputError
+
+        raise InputError(f"the MLflow store {uri} is locked by another process (an `mlflow ui` "
+                         f"or another run writing to it): wait for it or stop it, or run without "
+                         f"MLflow ({SWITCH_ENV}=0 make repro)") from None
+
+
+@contextlib.contextmanager
 def stage_run(stage: str, params: dict | None = None,
               pipeline_params: dict | None = None) -> Iterator[StageRun]:
     """Open the MLflow run of one executed stage (name = ``stage``, params ``params``) nested
@@ -404,7 +420,7 @@ def stage_run(stage: str, params: dict | None = None,
     # and the creation of the experiment and of the pipeline run.
     lock = (FileLock(uri.removeprefix("sqlite:///") + ".lock", timeout=600)
             if uri.startswith("sqlite:///") else contextlib.nullcontext())
-    with lock:
+    with lock, store_errors(uri):
         client = mlflow.MlflowClient(uri)  # its first use of a new store creates the schema
         experiment_id = _experiment_id(mlflow, uri, root)
         mlflow.set_experiment(experiment_id=experiment_id)
