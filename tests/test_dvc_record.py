@@ -488,3 +488,37 @@ def test_make_exp_show_fits_one_screen_with_the_headlines(run, tmp_path):
     assert len(header) <= 40, header
     assert {"claims.reproduced", "pretrain.bilm.val_ppl", "profile"} <= set(header), header
     assert not [c for c in header if "/" in c or c.endswith((".low", ".high"))], header
+
+
+@pytest.mark.slow
+def test_a_no_op_make_repro_starts_no_experiment_and_no_mlflow_run(run, tmp_path, monkeypatch):
+    """On a finished run, `make repro` with the same profile says "up to date" and runs nothing:
+    `dvc exp run` would make an experiment and an MLflow pipeline run for every no-op. A change
+    (another param) still runs."""
+    import sqlite3
+
+    repo, _, env = run
+    repo = copy_run(repo, tmp_path / "repo")
+    full = {**os.environ, "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}",
+            "MLFLOW_TRACKING_URI": f"sqlite:///{repo / 'mlflow.db'}", **env}
+
+    def counts():
+        with sqlite3.connect(repo / "mlflow.db") as db:
+            mlflow_runs = db.execute("select count(*) from runs").fetchone()[0]
+        exps = _dvc(repo, "exp", "list", "--all-commits", "--name-only", env=env,
+                    stdout_only=True).split()
+        return mlflow_runs, len(exps)
+
+    before = counts()
+    proc = subprocess.run([sys.executable, "-m", "ctxrep", "repro", "tiny"], cwd=repo, env=full,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "up to date" in proc.stderr and "dvc exp run" not in proc.stdout
+    assert counts() == before
+    from ctxrep.repro import up_to_date
+
+    monkeypatch.chdir(repo)
+    for key, value in full.items():
+        monkeypatch.setenv(key, value)
+    assert up_to_date("tiny", [])
+    assert not up_to_date("tiny", ["pretrain_bert.steps=7"])  # a change still runs
