@@ -562,8 +562,10 @@ def transfer_curve_table(transfer: dict[str, dict[str, CellRecord]]) -> str:
     for task, cells in transfer.items():
         for method, cell in cells.items():
             for seed, curve in zip(cell.seeds, cell.curves):
-                for epoch, (dev, loss) in enumerate(zip(curve["dev"], curve["train_loss"]), 1):
-                    rows.append(f"{task}\t{method}\t{seed}\t{epoch}\t{dev:.6f}\t{loss:.6f}")
+                # fine-tuning's evaluations fall every eval_every steps: fractional epochs
+                epochs = curve.get("epoch") or range(1, len(curve["dev"]) + 1)
+                for epoch, dev, loss in zip(epochs, curve["dev"], curve["train_loss"]):
+                    rows.append(f"{task}\t{method}\t{seed}\t{epoch:g}\t{dev:.6f}\t{loss:.6f}")
     return "\n".join(rows) + "\n"
 
 
