@@ -396,3 +396,25 @@ def test_with_no_mirror_in_the_environment_the_one_beside_the_checkout_serves(
     monkeypatch.setenv("CTXREP_DATA_MIRROR", "")
     assert sources.mirror_root() is None
     assert sources.resolve(registry.corpus("wikipedia"), "auto").source == "package"
+
+
+@pytest.mark.parametrize("damage", ["empty file", "a superscript label"])
+def test_a_damaged_task_file_is_one_line_naming_it_even_unverified(damage, tiny_mirror, tmp_path,
+                                                                   monkeypatch):
+    """With data.verify_sha256: false nothing stops a damaged copy before it is read: an empty
+    dev file, or a label '²' (str.isdigit() says yes, int() says no), is a DataError naming the
+    file, not a traceback from `datasets` or int()."""
+    import shutil
+
+    from ctxrep.data.readers import DataError
+
+    mirror = tmp_path / "m"
+    shutil.copytree(tiny_mirror, mirror)
+    dev = mirror / "tasks/sst/stsa.binary.dev"
+    if damage == "empty file":
+        dev.write_text("")
+    else:
+        dev.write_text("\u00b2 a sentence with a strange label\n" + dev.read_text())
+    monkeypatch.setenv("CTXREP_DATA_MIRROR", str(mirror))
+    with pytest.raises(DataError, match="stsa.binary.dev|sst2"):
+        sources.fetch(tasks.dataset("sst2"), "mirror", {}, tmp_path / "out", verify_sha256=False)

@@ -153,7 +153,9 @@ def sst(path: Path, stats: ReadStats, n_labels: int) -> Iterator[dict]:
         if not line.strip():
             continue
         label, _, text = line.partition(" ")
-        if not label.isdigit() or not 0 <= int(label) < n_labels or not text.strip():
+        # isascii: str.isdigit() accepts '²', which int() refuses
+        if not (label.isascii() and label.isdigit()) or not 0 <= int(label) < n_labels \
+                or not text.strip():
             raise DataError(path, f"expected 'LABEL SENTENCE' with LABEL in 0..{n_labels - 1}, "
                                   f"got {line[:60]!r}", n)
         yield {"text": text.strip(), "label": int(label)}
@@ -211,7 +213,7 @@ def conllu_upos(path: Path, stats: ReadStats) -> Iterator[dict]:
             raise DataError(path, f"expected 10 tab-separated CoNLL-U columns, got {len(cols)}", n)
         if "-" in cols[0] or "." in cols[0]:  # multi-word token ranges and empty nodes
             return None
-        if not cols[0].isdigit():
+        if not (cols[0].isascii() and cols[0].isdigit()):
             raise DataError(path, f"expected an integer word ID, got {cols[0]!r}", n)
         if cols[3] not in UPOS_TAGS:
             raise DataError(path, f"unknown UPOS {cols[3]!r}; expected one of {UPOS_TAGS}", n)

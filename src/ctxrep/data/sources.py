@@ -310,6 +310,11 @@ def fetch(spec: DatasetSpec, source: str, opts: dict, out_dir: Path, max_rows: i
                 dd[split] = rows.cast(spec.features)
                 continue
             rows = _limit(rows, max_rows)
+            first = next(iter(rows := iter(rows)), None)
+            if first is None:  # `datasets` has no words for an empty generator but a traceback
+                raise R.DataError(res.location, f"split '{split}' of {spec.name} has no rows "
+                                                f"(an empty or truncated file?)")
+            rows = itertools.chain([first], rows)
             # An explicit fingerprint keeps bytes identical across runs (no hashing of closures).
             try:
                 dd[split] = datasets.Dataset.from_generator(
