@@ -209,3 +209,23 @@ def test_a_stage_started_in_the_background_stops_on_sigint_and_sigterm(tmp_path)
         _, err = proc.communicate(timeout=30)
         assert proc.returncode == code, err
         assert "signal_probe: stopped by" in err and "Traceback" not in err
+
+
+def test_a_bad_value_already_in_params_yaml_gets_a_hint_for_the_profile_that_ran(tmp_path):
+    """After a plain `dvc exp run -S pretrain_bert.steps=-5` on profile tiny, the stage that
+    refuses the value says how to rewrite params.yaml for tiny, not only how to restore the
+    committed (default) file."""
+    import yaml
+
+    (tmp_path / "repo").mkdir()
+    repo = scratch_repo(tmp_path / "repo")
+    subprocess.run([sys.executable, "-m", "ctxrep", "check-params", "tiny", "--write"], cwd=repo,
+                   check=True, capture_output=True)
+    params = yaml.safe_load((repo / "params.yaml").read_text())
+    params["pretrain_bert"]["steps"] = -5
+    (repo / "params.yaml").write_text(yaml.safe_dump(params))
+    script = "from ctxrep.stage import stage\nwith stage('probe', 'pretrain_bert', track=False):\n    pass\n"
+    proc = subprocess.run([sys.executable, "-c", script], cwd=repo, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 2 and "pretrain_bert.steps" in proc.stderr
+    assert "ctxrep check-params tiny --write" in proc.stderr and "Traceback" not in proc.stderr

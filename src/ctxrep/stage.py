@@ -151,9 +151,21 @@ def stop_on_signals() -> None:
 
 
 # `dvc exp run -S key=bad` writes params.yaml before any stage can refuse the value.
-BAD_PARAMS_HINT = ("params.yaml keeps the rejected value: `git checkout params.yaml` restores the "
-                   "committed one; `make repro SET='key=value …'` checks overrides before "
-                   "writing anything")
+def bad_params_hint() -> str:
+    """What to do about a value `dvc exp run -S key=bad` already wrote into params.yaml: rewrite
+    the file for the profile that ran (its name is in the file), or take the committed one."""
+    import yaml
+
+    try:
+        profile = yaml.safe_load(Path(config.PARAMS_FILE).read_text()).get("profile")
+    except Exception:  # noqa: BLE001 — a hint must never fail
+        profile = None
+    named = isinstance(profile, str) and re.fullmatch(r"[A-Za-z0-9_-]+", profile)
+    again = (f"`ctxrep check-params {profile} --write` rewrites it for profile '{profile}' "
+             f"without the override, " if named else "")
+    return (f"params.yaml keeps the rejected value: {again}`git checkout params.yaml` restores "
+            f"the committed one; `make repro SET='key=value …'` checks overrides before writing "
+            f"anything")
 
 
 @contextlib.contextmanager
@@ -174,7 +186,7 @@ def _stage(name: str, section: str | None, track: bool,
         params = config.read_params()
         sec = config.load_section(section, params=params) if section else None
     except config.ParamError as e:
-        log.error("%s: bad params: %s\n%s", name, e, BAD_PARAMS_HINT)
+        log.error("%s: bad params: %s\n%s", name, e, bad_params_hint())
         raise SystemExit(2) from e
     try:
         verify_stage_inputs(name)  # under DVC: upstream outputs are the bytes dvc.lock records
