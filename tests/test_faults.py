@@ -156,3 +156,20 @@ def test_a_missing_mirror_stops_the_fetch_loudly(tmp_path):
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, script
         assert "does not exist" in proc.stderr, script
     assert not (repo / "data/raw/corpus").exists() and not (repo / "data/sources").exists()
+
+
+def test_the_full_disk_hint_names_the_full_place_when_the_error_names_no_file(monkeypatch, tmp_path):
+    """ENOSPC from a write whose error names no file (a torch.save, a temporary file): the hint
+    names the place that is full (here the temporary folder), not just the current folder."""
+    import shutil
+    import tempfile
+    from collections import namedtuple
+
+    from ctxrep.errors import no_space_message
+
+    usage = namedtuple("usage", "total used free")
+    full = str(tmp_path / "tmp")
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: full)
+    monkeypatch.setattr(shutil, "disk_usage",
+                        lambda place: usage(10 << 30, 10 << 30, 0 if place == full else 5 << 30))
+    assert f"df -h {full}" in no_space_message(None)

@@ -50,7 +50,25 @@ def _path_of(e: OSError) -> str | None:
 
 
 def no_space_message(path: str | None) -> str:
-    """The one line a stage prints when the disk is full."""
-    where = os.path.dirname(os.path.abspath(path)) if path else os.getcwd()
+    """The one line a stage prints when the disk is full: the folder of the file being written,
+    or, when the error did not name one, whichever of the places a stage writes to (the
+    checkout, the temporary folder, the user's cache) is (nearly) full."""
+    where = os.path.dirname(os.path.abspath(path)) if path else (_full_places() or os.getcwd())
     return (f"no space left on device while writing {path or 'its outputs'}: free space "
             f"(df -h {where}) and rerun; completed outputs are kept")
+
+
+def _full_places(threshold: int = 64 << 20) -> str | None:
+    """The places a stage writes to with under ``threshold`` bytes free, space-separated."""
+    import shutil
+    import tempfile
+
+    places = [os.getcwd(), tempfile.gettempdir(), os.path.expanduser("~/.cache")]
+    full = []
+    for place in places:
+        try:
+            if shutil.disk_usage(place).free < threshold and place not in full:
+                full.append(place)
+        except OSError:
+            continue
+    return " ".join(full) or None
