@@ -40,6 +40,8 @@ flavour only fails to fetch a model card, which it says in a warning.
 
 from __future__ import annotations
 
+import contextlib
+
 import logging
 import re
 from pathlib import Path
@@ -108,15 +110,30 @@ def register_bert(run, model_dir: Path | str, profile: str | None = None):
             model = BertModel.from_pretrained(str(model_dir))
             task, note = "feature-extraction", ("BertModel: an encoder without a pretrained MLM "
                                                 "head, so features only (no fill-mask)")
-        info = mlflow.transformers.log_model(
-            {"model": model.eval(), "tokenizer": tokenizer}, name="bert", task=task,
-            pip_requirements=_BERT_REQUIREMENTS)
+        with hub_offline():  # the flavour looks for a model card on the Hub: nothing to fetch
+            info = mlflow.transformers.log_model(
+                {"model": model.eval(), "tokenizer": tokenizer}, name="bert", task=task,
+                pip_requirements=_BERT_REQUIREMENTS)
         extra = {"task": task, "hf_architecture": type(model).__name__,
                  "mlm_head": str(mlm_head).lower()}
         return _register(run, info.model_uri, BERT_NAME, model_dir, profile, extra,
                          f"{note}; task {task}. Load: mlflow.pyfunc.load_model(uri).predict(texts)")
     except Exception as e:  # noqa: BLE001 — the model is written; its record must not undo that
         return _failed(run, BERT_NAME, e)
+
+
+@contextlib.contextmanager
+def hub_offline():
+    """huggingface_hub in offline mode, telemetry off, for the block: a model logged from a local
+    folder has no Hub page, and nothing should leave the machine to look for one."""
+    from huggingface_hub import constants
+
+    saved = constants.HF_HUB_OFFLINE, constants.HF_HUB_DISABLE_TELEMETRY
+    constants.HF_HUB_OFFLINE, constants.HF_HUB_DISABLE_TELEMETRY = True, True
+    try:
+        yield
+    finally:
+        constants.HF_HUB_OFFLINE, constants.HF_HUB_DISABLE_TELEMETRY = saved
 
 
 def register_bilm(run, model_dir: Path | str, profile: str | None = None):
