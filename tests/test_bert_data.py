@@ -353,3 +353,31 @@ def test_heldout_accuracy_at_mask_separates_copying_from_learning_from_context()
     metrics = objective.evaluate()
     assert metrics["val_mlm_acc_at_mask"] == 0.0
     assert 0.05 < metrics["val_mlm_acc"] < 0.2   # the kept tenth, and a random token now and then
+
+
+def test_the_heldout_set_is_masked_at_15_percent_whatever_the_recipe_trains_with():
+    from types import SimpleNamespace
+
+    from ctxrep.models.bert import BertConfig, BertForPreTraining
+    from ctxrep.pretraining.bert_objective import BertObjective
+
+    vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+                                        + [f"w{i}" for i in range(200)])}
+    docs = [[[5 + (d * 7 + s * 3 + t) % 200 for t in range(30)] for s in range(6)] for d in range(8)]
+    config = BertConfig.named("tiny", vocab_size=len(vocab), max_position_embeddings=64,
+                              hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                              pre_layer_norm=False)
+    shares = {}
+    for rate in (0.15, 0.4):
+        p = SimpleNamespace(mlm_prob=rate, whole_word=False, max_seq_len=64, short_seq_prob=0.0,
+                            nsp=False, seed=0, eval_instances=100, batch_size=8)
+        objective = BertObjective(BertForPreTraining(config), docs, docs, vocab, p,
+                                  torch.device("cpu"))
+        held = objective._collate(objective.heldout, list(range(len(objective.heldout))),
+                                  objective.heldout_collate)
+        train = objective.batch(objective.plan(0)[0], 0)
+        shares[rate] = ((held["labels"] != IGNORE_INDEX).float().sum()
+                        / held["attention_mask"].sum()).item(), \
+            ((train["labels"] != IGNORE_INDEX).float().sum() / train["attention_mask"].sum()).item()
+    assert shares[0.15][0] == shares[0.4][0]          # the same held-out positions
+    assert shares[0.4][1] > 2 * shares[0.15][1]       # while training masks more

@@ -20,6 +20,7 @@ from ctxrep.pretraining.bert_data import PretrainingCollator, SpecialTokens, cre
 from ctxrep.training.distributed import Dist, rank_share
 
 _EPOCH_SHIFT = 32
+HELDOUT_MLM_PROB = 0.15  # BERT's rate: the held-out yardstick of every recipe
 
 
 def load_documents(corpus: TokenizedCorpus, split: str) -> list[list[list[int]]]:
@@ -39,6 +40,10 @@ class BertObjective:
         self.special = SpecialTokens.from_vocab(vocab)
         self.collate = PretrainingCollator.from_vocab(vocab, mlm_prob=p.mlm_prob,
                                                       whole_word=p.whole_word)
+        # The held-out set is masked at BERT's 15 % whatever the recipe trains with, so recipes
+        # with more masks (less context left per prediction) are judged on the same task.
+        self.heldout_collate = PretrainingCollator.from_vocab(vocab, mlm_prob=HELDOUT_MLM_PROB,
+                                                              whole_word=p.whole_word)
         self._epochs: dict[int, list] = {}
         # Held-out: one fixed set of instances and masks, so every evaluation is comparable.
         if len(heldout_docs) < 2:
@@ -68,8 +73,8 @@ class BertObjective:
                                    random.Random(seeds.BERT_BATCHES.at(self.p.seed, epoch)))
         return [[(epoch << _EPOCH_SHIFT) | i for i in b] for b in batches]
 
-    def _collate(self, instances, row_seeds: list[int]) -> dict:
-        batch = self.collate(instances, row_seeds)
+    def _collate(self, instances, row_seeds: list[int], collate=None) -> dict:
+        batch = (collate or self.collate)(instances, row_seeds)
         if not self.p.nsp:
             batch.pop("next_sentence_label")
         return {k: v.to(self.device) for k, v in batch.items()}
@@ -97,7 +102,8 @@ class BertObjective:
         order = sorted(range(len(self.heldout)), key=lambda i: len(self.heldout[i].input_ids))
         for start in range(0, len(order), self.p.batch_size):
             idx = order[start:start + self.p.batch_size]
-            batch = self._collate([self.heldout[i] for i in idx], [12345 + i for i in idx])
+            batch = self._collate([self.heldout[i] for i in idx], [12345 + i for i in idx],
+                                  self.heldout_collate)
             out = self.model(**batch)
             n = float(out.mlm_count)
             sums["mlm_nll"] += float(out.mlm_loss) * n
