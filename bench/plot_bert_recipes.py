@@ -40,6 +40,8 @@ def main() -> None:
                    label="most frequent token")
         ax.set(xlabel="training seconds (one thread)", ylabel="held-out accuracy (%)")
         ax.grid(alpha=0.3)
+    every.axhline(25, linestyle=":", color="black", linewidth=1)
+    at_mask.plot([], [], linestyle=":", color="black", label="issue 45's target (25 %, left)")
     every.set_title("every chosen position", fontsize="medium")
     at_mask.set_title("[MASK] positions only", fontsize="medium")
     at_mask.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
