@@ -77,6 +77,7 @@ with stage("intrinsic", "intrinsic") as ctx:
         words += scores["tokens"]
     ctx.write_metrics("metrics/intrinsic.json", result)
     ctx.compute(amount=words, unit="tokens scored")
-    ctx.summary(**{f"{name}_ppl": result[name].get("perplexity_mean",
-                                                   result[name].get("pseudo_perplexity"))
-                   for name in MODELS})
+    shown = {name: result[name].get("perplexity_mean", result[name].get("pseudo_perplexity"))
+             for name in MODELS}
+    ctx.summary(**{f"{name}_ppl": round(v, 1) if isinstance(v, float) else v
+                   for name, v in shown.items()})

@@ -57,7 +57,10 @@ def main(argv: list[str] | None = None) -> int:
     """Run ``ctxrep ARGV...``: 0 when the command succeeds, else SystemExit with its status."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv or argv[0] not in COMMANDS:
+        from ctxrep import __version__
+
         ap = argparse.ArgumentParser(prog="ctxrep", description="ctxrep tools")
+        ap.add_argument("--version", action="version", version=f"ctxrep {__version__}")
         sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
         for name, (_, help_) in COMMANDS.items():
             sub.add_parser(name, help=help_)

@@ -440,6 +440,8 @@ def stage_run(stage: str, params: dict | None = None,
         tags["dvc_exp_name"] = os.environ["DVC_EXP_NAME"]
     if os.environ.get("DVC_EXP_BASELINE_REV"):
         tags["dvc_exp_baseline_rev"] = os.environ["DVC_EXP_BASELINE_REV"]
+    if params and params.get("profile") is not None:  # searchable: tags.profile = 'claims'
+        tags["profile"] = str(params["profile"])
     tags.update({k: str(v) for k, v in input_hashes(stage).items()})
     status = "FAILED"
     try:
