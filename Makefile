@@ -109,10 +109,11 @@ bench: $(STAMP)
 
 # Experiments with the headline numbers only (see README, "Experiments and tracking"): the
 # params but the profile and the hashes of the dependencies dropped (DVC lists them all), the
-# claims' Δ without their CI. DVC matches --drop from the start of a column's name (re.match).
-PARAM_SECTIONS := tasks|grid|learning_curve|data|tokenize|pretrain_bilm|pretrain_bert|launch|import_bert|pretrain_static|extract|probe|transfer
+# claims' Δ without their CI, the token counts and the out-of-domain perplexities (both in
+# `dvc metrics show`). DVC matches --drop from the start of a column's name (re.match).
+PARAM_SECTIONS := tasks|grid|learning_curve|data|tokenize|pretrain_bilm|pretrain_bert|launch|import_bert|pretrain_static|extract|probe|neighbors|transfer
 exp-show: $(STAMP)
-	$(DVC) exp show --md --drop '^($(PARAM_SECTIONS))(\.|$$)|.*/|.*\.(low|high)$$'
+	$(DVC) exp show --md --drop '^($(PARAM_SECTIONS))(\.|$$)|.*/|.*\.(low|high)$$|^intrinsic\.|.*\.train_tokens$$'
 
 # The offline page of `dvc plots show/diff` (.dvc/config plots.html_template), committed with
 # Vega inline so a clone renders plots with no setup step. Rebuild it only when a DVC upgrade

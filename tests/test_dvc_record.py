@@ -313,9 +313,18 @@ def test_mlflow_transfer_cells_have_one_nested_run_per_seed_and_their_params(run
         by_seed = {int(r.data.params["seed"]): r for r in seeds}
         assert sorted(by_seed) == sorted(record["seeds"]) and len(seeds) == len(record["seeds"])
         primary = record["primary"]
-        for seed, value in zip(record["seeds"], record["scores"][primary]["values"]):
+        for i, (seed, value) in enumerate(zip(record["seeds"],
+                                               record["scores"][primary]["values"])):
             assert by_seed[seed].data.metrics[f"eval_{primary}"] == pytest.approx(value)
-            assert client.get_metric_history(by_seed[seed].info.run_id, "train_loss")
+            curves = by_seed[seed].info.run_id
+            if i == 0 and record.get("lr_search"):  # a rate grid: one nested run per rate tried
+                trials = client.search_runs([cell.info.experiment_id],
+                                            f"tags.`mlflow.parentRunId` = '{curves}'")
+                assert sorted(float(r.data.params["lr"]) for r in trials) == sorted(
+                    float(rate) for rate in record["lr_search"])
+                curves = next(r.info.run_id for r in trials
+                              if float(r.data.params["lr"]) == record["lr"][0])
+            assert client.get_metric_history(curves, "train_loss")
         assert cell.data.metrics[f"eval_{primary}_mean"] == pytest.approx(
             record["scores"][primary]["mean"])
         checked += 1
