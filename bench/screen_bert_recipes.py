@@ -53,27 +53,10 @@ class ScreenObjective:
         return getattr(self._train, name)
 
     def evaluate(self) -> dict:
-        """The stage's held-out metrics, and the accuracy at the three kinds of chosen position:
-        [MASK] (80 %), a random token (10 %) and the token kept (10 %). A model that copies its
-        input and predicts the most frequent token at [MASK] scores ~0.14 on val_mlm_acc while
-        it has learned nothing from context; val_acc_at_mask is the number that moves when it does."""
-        ref = self._reference
-        metrics = ref.evaluate()
-        model, mask_id = ref.model, ref.special.mask
-        correct, count = {"mask": 0, "random": 0, "kept": 0}, {"mask": 0, "random": 0, "kept": 0}
-        for start in range(0, len(ref.heldout), ref.p.batch_size):
-            idx = list(range(start, min(start + ref.p.batch_size, len(ref.heldout))))
-            batch = ref._collate([ref.heldout[i] for i in idx], [12345 + i for i in idx])
-            encoded = model.bert(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"])
-            chosen = batch["labels"] != -100
-            logits = model.mlm(encoded.last_hidden_state[chosen], model.bert.embeddings.word.weight)
-            right = logits.argmax(-1) == batch["labels"][chosen]
-            inputs, labels = batch["input_ids"][chosen], batch["labels"][chosen]
-            for name, where in (("mask", inputs == mask_id), ("kept", inputs == labels),
-                                ("random", (inputs != mask_id) & (inputs != labels))):
-                correct[name] += int(right[where].sum())
-                count[name] += int(where.sum())
-        return {**metrics, **{f"val_acc_at_{k}": correct[k] / max(count[k], 1) for k in correct}}
+        """The stage's held-out metrics on the shared reference set; ``val_acc_at_mask`` (the
+        key this bench's results use) is the stage's ``val_mlm_acc_at_mask``."""
+        metrics = self._reference.evaluate()
+        return {**metrics, "val_acc_at_mask": metrics["val_mlm_acc_at_mask"]}
 
 
 def main() -> None:

@@ -31,16 +31,12 @@ from pathlib import Path
 
 from ctxrep.data import tasks
 from ctxrep.data.readers import DataError
+from ctxrep.data.sources import mirror_root
 from ctxrep.io import atomic_file
 
 DEFAULT_OUT = Path("tests/fixtures/mirror")
 MIRROR_ENV = "CTXREP_DATA_MIRROR"
 
-
-def _mirror_root() -> str | None:
-    from ctxrep.data.sources import mirror_root
-
-    return mirror_root()
 
 
 def head_lines(lines: list[str], records: int) -> list[str]:
@@ -120,9 +116,9 @@ def write_fixture(task: str, out: Path = DEFAULT_OUT, records: int = 20) -> list
     spec = tasks.dataset(task)
     files, why = _mirror_files(spec)
     if files is None:
-        raise DataError(_mirror_root() or f"${MIRROR_ENV}",
+        raise DataError(mirror_root() or f"${MIRROR_ENV}",
                         f"cannot cut a fixture of {task}: {why}")
-    root, heads, written = Path(_mirror_root()), [], []
+    root, heads, written = Path(mirror_root()), [], []
     for path in files:  # every file is cut before any is written: a refusal leaves no half fixture
         gz = path.suffix == ".gz"
         try:

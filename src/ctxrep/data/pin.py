@@ -24,15 +24,11 @@ from pathlib import Path
 
 from ctxrep.data import registry, tasks
 from ctxrep.data.readers import DataError
+from ctxrep.data.sources import mirror_root
 from ctxrep.io import atomic_file, sha256_file
 
 MIRROR_ENV = "CTXREP_DATA_MIRROR"
 
-
-def _mirror_root() -> str | None:
-    from ctxrep.data.sources import mirror_root
-
-    return mirror_root()
 _BLOCK = re.compile(r"^SHA256 = (\{\}|\{$.*?^\})", re.S | re.M)  # then maybe a comment
 
 
@@ -45,8 +41,8 @@ def mirror_pins(task: str) -> dict[str, str]:
     spec = tasks.get(task)
     files, why = _mirror_files(spec)
     if files is None:
-        raise DataError(_mirror_root() or f"${MIRROR_ENV}", f"cannot pin {task}: {why}")
-    root = Path(_mirror_root())
+        raise DataError(mirror_root() or f"${MIRROR_ENV}", f"cannot pin {task}: {why}")
+    root = Path(mirror_root())
     return {str(f.relative_to(root)): sha256_file(f) for f in files}
 
 
