@@ -10,6 +10,8 @@ with the reason.
 
 from pathlib import Path
 
+import torch  # noqa: F401 — loaded before stage(), which sets its kernels (ctxrep.compute)
+
 from ctxrep import perplexity
 from ctxrep.config import ParamError
 from ctxrep.data.sources import verify

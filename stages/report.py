@@ -10,7 +10,7 @@ malformed one stops the stage naming the file.
 from pathlib import Path
 
 from ctxrep.report import ReportInputError, build_report, load_inputs, write_report
-from ctxrep.report.build import FIGURES_DIR, HEADLINE_PATH, LEDGER_PATH, REPORT_PATH, SUMMARY_PATH
+from ctxrep.report.build import FIGURES_DIR, HEADLINE_PATH, REPORT_PATH, SUMMARY_PATH
 from ctxrep.report.summary import flat_numbers
 from ctxrep.stage import log, stage
 
@@ -31,7 +31,7 @@ with stage("report", None) as ctx:
         numbers = flat_numbers(report.summary, inputs.pretrain)
         ctx.run.log_metrics(numbers)
         ctx.run.log_pipeline_metrics(numbers)
-        for path in (REPORT_PATH, LEDGER_PATH, SUMMARY_PATH, HEADLINE_PATH, FIGURES_DIR,
+        for path in (REPORT_PATH, SUMMARY_PATH, HEADLINE_PATH, FIGURES_DIR,
                      Path("dvc.lock")):
             if path.exists():
                 ctx.run.log_artifact(path, "report")

@@ -231,11 +231,38 @@ def compose(repo: Path, profile: str, overrides: list[str] = ()) -> dict:
     return composition.compose(profile, list(overrides), root=repo)
 
 
+# How dvc.yaml starts a stage: under its `compute` params' instruction set and threads.
+LAUNCH = (sys.executable, "-m", "ctxrep.launch")
+
+
+def params_for_this_process(dest: Path) -> Path:
+    """The project's params.yaml at ``dest``, its ``compute`` what this test process runs with
+    (one thread, the CPU's own kernels): for stage code run inside the test process, where
+    torch is loaded already and no launcher set its environment."""
+    import yaml
+
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params["compute"] = {"isa": "native", "threads": int(os.environ["OMP_NUM_THREADS"])}
+    (dest / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    return dest / "params.yaml"
+
+
+def launched_env(repo: Path) -> dict:
+    """The environment `python -m ctxrep.launch` gives a stage of ``repo`` (its params.yaml's
+    ``compute``), for a test that starts stage code some other way (``python -c``)."""
+    import yaml
+
+    from ctxrep.compute import environment
+
+    c = yaml.safe_load((repo / "params.yaml").read_text())["compute"]
+    return {**os.environ, **environment(c["isa"], c["threads"])}
+
+
 def run_stage(repo: Path, script: str, *args: str, env: dict | None = None,
               check: bool = True) -> subprocess.CompletedProcess:
     full_env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{repo / 'mlflow.db'}",
                 **(env or {})}
-    proc = subprocess.run([sys.executable, f"stages/{script}", *args], cwd=repo, env=full_env,
+    proc = subprocess.run([*LAUNCH, f"stages/{script}", *args], cwd=repo, env=full_env,
                           capture_output=True, text=True, timeout=600)
     if check and proc.returncode != 0:
         raise AssertionError(f"{script} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
@@ -254,7 +281,7 @@ def kill_stage_when(repo: Path, script: str, args: list[str], condition, env: di
 
     full_env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{repo / 'mlflow.db'}",
                 **(env or {})}
-    proc = subprocess.Popen([sys.executable, f"stages/{script}", *args], cwd=repo, env=full_env,
+    proc = subprocess.Popen([*LAUNCH, f"stages/{script}", *args], cwd=repo, env=full_env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + timeout
     while time.time() < deadline and proc.poll() is None:

@@ -84,7 +84,7 @@ def test_the_transfer_chart_draws_the_reports_table_of_every_cell():
     plot = top_level_plots()[TRANSFER_CURVES_PATH.as_posix()]
     assert (plot["x"], plot["y"]) == ("epoch", "dev")
     (report,) = [s for s in yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"].values()
-                 if s.get("cmd") == "python stages/report.py"]
+                 if s.get("cmd") == "python -m ctxrep.launch stages/report.py"]
     assert TRANSFER_CURVES_PATH.as_posix() in [next(iter(o)) if isinstance(o, dict) else o
                                                for o in report["outs"]]
 

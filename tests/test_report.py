@@ -14,9 +14,10 @@ import pytest
 from conftest import link_published, run_stage, scratch_repo
 from ctxrep.config import METHODS
 from ctxrep.report import ReportInputError, build_report, load_inputs, write_report
-from ctxrep.report.build import FIGURES_DIR, REPORT_PATH, SUMMARY_PATH
+from ctxrep.report.build import FIGURES_DIR, REPORT_PATH, SUMMARY_PATH, ledger_section
 from ctxrep.report.plots import mean_layer_weights, normalised
 from ctxrep.report.summary import did_not_learn
+from ctxrep.report.timings import wall_seconds
 from ctxrep.transfer.record import CellRecord, MetricScores
 
 TASKS = ["sst2", "conll2003", "wic", "squad"]
@@ -79,8 +80,9 @@ def write_cell(root: Path, task: str, method: str, values: list[float], metric="
 
 def write_compute(root: Path, stage: str, wall_s: float, amount: int, unit: str,
                   params: int | None = None, flops: float | None = None) -> None:
-    write(root, f"reports/compute/{stage}.json", {"wall_s": wall_s, "amount": amount,
-                                                  "unit": unit, "params": params, "flops": flops})
+    write(root, f"reports/compute/{stage}.json", {"amount": amount, "unit": unit,
+                                                  "params": params, "flops": flops})
+    write(root, f"reports/timings/{stage}.json", {"wall_s": wall_s})  # outside DVC's record
 
 
 def make_repo(root: Path, sst2_elmo=(0.80, 0.81, 0.79), sst2_static=(0.70, 0.71, 0.72)) -> Path:
@@ -390,20 +392,26 @@ def test_compute_ledger_sums_each_methods_cells_within_the_grid(tmp_path):
     # report.md stays the same bytes run to run: its ledger has no wall times ...
     plain = _rows(section(report.markdown, "## Compute ledger"))
     assert plain["pretrain_bilm"][1:] == ["123,456 tokens", "5,000", "1.50e+12"]
-    assert "70.0 s" not in report.markdown and "compute.md" in report.markdown
-    # ... reports/compute.md has them
-    lines = _rows(section(report.ledger, "## Compute ledger"))
-    assert lines["transfer elmo (2 tasks)"][1:] == ["3,000 words", "5.0 s", "300–400", "3.00e+09"]
-    assert lines["pretrain_bilm"][1:] == ["123,456 tokens", "70.0 s", "5,000", "1.50e+12"]
-    assert lines["tokenize"][1:] == ["4,300 words", "5.0 s", "—", "—"]
+    assert "70.0 s" not in report.markdown and "ctxrep timings" in report.markdown
+    # ... `ctxrep timings` adds them from reports/timings/, which DVC does not record
+    timed = ledger_section(load_inputs(tmp_path, TASKS, list(METHODS)), wall_s=wall_seconds(tmp_path))
+    lines = _rows(section(timed, "## Compute ledger"))
+    assert lines["transfer elmo (2 tasks)"][1:] == ["3,000 words", "300–400", "3.00e+09", "5.0 s"]
+    assert lines["pretrain_bilm"][1:] == ["123,456 tokens", "5,000", "1.50e+12", "70.0 s"]
+    assert lines["tokenize"][1:] == ["4,300 words", "—", "—", "5.0 s"]
     # sst5 is outside the grid: its left-over 1000 s are not counted
-    assert lines["**total**"][2] == "80.0 s" and lines["**total**"][4] == "1.50e+12"
+    assert lines["**total**"][3:] == ["1.50e+12", "80.0 s"]
+    # a stage DVC restored from its cache has no time here: its rows say so, not 0 s
+    (tmp_path / "reports/timings/pretrain_bilm.json").unlink()
+    lines = _rows(section(ledger_section(load_inputs(tmp_path, TASKS, list(METHODS)),
+                                         wall_s=wall_seconds(tmp_path)), "## Compute ledger"))
+    assert lines["pretrain_bilm"][4] == "—" and lines["**total**"][4] == "—"
 
 
 def test_malformed_compute_entry_names_the_file(tmp_path):
     root = make_repo(tmp_path)
-    write(root, "reports/compute/pretrain_bert.json", {"wall_s": "fast", "amount": 1, "unit": "x"})
-    with pytest.raises(ReportInputError, match=r"compute/pretrain_bert.json.*'wall_s'"):
+    write(root, "reports/compute/pretrain_bert.json", {"amount": "many", "unit": "x"})
+    with pytest.raises(ReportInputError, match=r"compute/pretrain_bert.json.*'amount'"):
         report_for(root)
 
 

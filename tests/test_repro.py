@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from tests.conftest import REPO, scratch_repo
+from tests.conftest import REPO, launched_env, scratch_repo
 
 
 def fake_dvc(tmp_path, body: str):
@@ -202,7 +202,7 @@ def test_a_stage_started_in_the_background_stops_on_sigint_and_sigterm(tmp_path)
     for signum, code in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
         proc = subprocess.Popen(
             [sys.executable, "-c", script], cwd=repo, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True,
+            stderr=subprocess.PIPE, text=True, env=launched_env(repo),
             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))  # as `cmd &` does
         assert proc.stdout.readline().strip() == "working"
         proc.send_signal(signum)
@@ -229,3 +229,51 @@ def test_a_bad_value_already_in_params_yaml_gets_a_hint_for_the_profile_that_ran
                           text=True, timeout=60)
     assert proc.returncode == 2 and "pretrain_bert.steps" in proc.stderr
     assert "ctxrep check-params tiny --write" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_dvcs_warning_for_each_output_not_made_yet_is_said_once(capsys):
+    """`dvc exp run` warns once per output of a stage new to the grid (40-50 lines when a task
+    is added); through ctxrep.dvc_cli it is one line, and other warnings pass."""
+    import logging
+    from pathlib import Path
+
+    import dvc_data
+
+    from ctxrep import dvc_cli
+
+    # the loggers and the message are dvc-data's own (a DVC upgrade that changes them fails here)
+    root = Path(dvc_data.__file__).parent
+    for name in dvc_cli.CHECKOUT_LOGGERS:
+        source = (root / name.removeprefix("dvc_data.").replace(".", "/")).with_suffix(".py")
+        assert dvc_cli.MISSING in source.read_text(), source
+    quiet = dvc_cli.install()
+    try:
+        caught = []
+        handler = logging.Handler()
+        handler.emit = caught.append
+        for name in dvc_cli.CHECKOUT_LOGGERS:
+            logger = logging.getLogger(name)
+            logger.addHandler(handler)
+            for path in ("dvclive/transfer/wic/elmo", "metrics/transfer/wic/elmo.json"):
+                logger.warning("No file hash info found for '%s'. It won't be created.", path)
+            logger.warning("something else")
+            logger.removeHandler(handler)
+    finally:
+        for name in dvc_cli.CHECKOUT_LOGGERS:
+            logging.getLogger(name).removeFilter(quiet)
+    assert quiet.count == 4 and [r.getMessage() for r in caught] == ["something else"] * 2
+    assert capsys.readouterr().err.count("have nothing to check out") == 1
+
+
+def test_repro_runs_the_venvs_dvc_through_the_quiet_wrapper(monkeypatch, tmp_path):
+    from pathlib import Path
+
+    from ctxrep.repro import dvc_command
+
+    own = Path(sys.executable).parent / "dvc"
+    monkeypatch.setenv("DVC", str(own))
+    assert dvc_command() == [sys.executable, "-m", "ctxrep.dvc_cli"]
+    monkeypatch.delenv("DVC")
+    assert dvc_command() == [sys.executable, "-m", "ctxrep.dvc_cli"]
+    monkeypatch.setenv("DVC", str(tmp_path / "fake-dvc"))
+    assert dvc_command() == [str(tmp_path / "fake-dvc")]

@@ -209,9 +209,20 @@ def test_ctxrep_pin_print_and_errors(mirror_env, capsys):
 
     assert main(["pin", "sst2", "--print"]) == 0
     assert "stsa.binary.dev" in capsys.readouterr().out
-    with pytest.raises(SystemExit) as done:
-        main(["pin", "wikipedia", "--print"])
-    assert done.value.code == 2 and "only tasks are pinned" in capsys.readouterr().err
+    assert main(["pin", "wikipedia", "--print"]) == 0  # a corpus too
+    assert "corpus/wikipedia-en/wiki_000.txt.gz" in capsys.readouterr().out
+
+
+def test_the_corpus_is_pinned_and_a_modified_copy_is_refused(mirror_env, tmp_path):
+    """The 128 Wikipedia shards as published are pinned; the fixture mirror's shards (cut from
+    them) are not those bytes, so fetch_corpus refuses them unless told not to check."""
+    from ctxrep.data.readers import DataError
+
+    spec = registry.corpus("wikipedia")
+    assert len(spec.sha256) == 128 and all(p.startswith("corpus/wikipedia-en/wiki_") for p in spec.sha256)
+    with pytest.raises(DataError, match=r"wiki_000.txt.gz: sha256 .* does not match .* pinned"):
+        sources.fetch(spec, "mirror", {}, tmp_path / "x")
+    assert not (tmp_path / "x").exists()
 
 
 def test_the_manifest_records_which_files_are_pinned_and_checked(mirror_env, tmp_path):

@@ -167,14 +167,13 @@ def test_runs_of_dead_processes_are_closed_at_the_next_pipeline_run_whatever_sta
 def _stage_that_fills_the_disk(tmp_path, monkeypatch, exc):
     """Run stage `tokenize` (its MLflow run in a store in ``tmp_path``) whose write raises
     ``exc``, as torch.save and open() do on a full disk; return its SystemExit and the log."""
-    import shutil
 
     import torch
 
     from ctxrep import stage as stage_module
-    from tests.conftest import REPO
+    from tests.conftest import params_for_this_process
 
-    shutil.copy2(REPO / "params.yaml", tmp_path / "params.yaml")
+    params_for_this_process(tmp_path)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
     monkeypatch.setenv("CTXREP_PIPELINE_RUN", "full-disk")
@@ -238,11 +237,10 @@ def test_other_errors_are_not_mistaken_for_a_full_disk(tmp_path, monkeypatch):
 
 
 def test_a_stage_process_on_a_full_disk_exits_28_with_one_line_and_no_traceback(tmp_path):
-    import shutil
 
-    from tests.conftest import REPO
+    from tests.conftest import params_for_this_process
 
-    shutil.copy2(REPO / "params.yaml", tmp_path / "params.yaml")
+    params_for_this_process(tmp_path)  # the subprocess has the test process's environment
     code = ("from ctxrep.stage import stage\n"
             "with stage('tokenize', 'tokenize', track=False):\n"
             "    raise OSError(28, 'No space left on device', 'data/tokenized/shard-0.arrow')\n")

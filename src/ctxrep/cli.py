@@ -25,6 +25,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sweep": ("ctxrep.sweep", "a claim's Δ against pretraining tokens, over queued experiments"),
     "recipes": ("ctxrep.recipes", "held-out perplexity against wall-clock time, per "
                 "pretraining recipe (queued experiments)"),
+    "timings": ("ctxrep.report.timings", "the compute ledger with each stage's wall time "
+                "(reports/timings/, which DVC does not record)"),
     "perplexity": ("ctxrep.perplexity", "perplexity of a saved biLM (exact, both directions) or "
                    "pseudo-perplexity of a BERT on a text"),
     "neighbors": ("ctxrep.neighbors", "a word's neighbours in context vs in the token layer"),

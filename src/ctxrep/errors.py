@@ -2,7 +2,8 @@
 
 A stage that meets one stops with exit status 2 and a message naming the key, or the file and
 line, and what was expected: no traceback (:func:`ctxrep.stage.stage`). A full disk stops it
-with exit status :data:`NO_SPACE_EXIT` and one line saying so (:func:`no_space_left`)."""
+with exit status :data:`NO_SPACE_EXIT` and one line saying so (:func:`no_space_left`), a
+write past ``ulimit -f`` with :data:`TOO_LARGE_EXIT` (:func:`file_too_large`)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,44 @@ def no_space_left(exc: BaseException) -> tuple[bool, str | None]:
             full = True
         todo += [e.__cause__, e.__context__]
     return full, path
+
+
+# The exit status of a stage stopped by the file-size limit (`ulimit -f`): EFBIG's number (27).
+TOO_LARGE_EXIT = errno.EFBIG
+
+
+def file_size_limit() -> int | None:
+    """This process's file-size limit in bytes (``ulimit -f``), or None when there is none."""
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+def file_too_large(exc: BaseException) -> tuple[bool, str | None]:
+    """Whether ``exc`` (or one it was raised from or while handling) is a write past the
+    file-size limit, and the path when one is known: EFBIG ("File too large"), or SQLite's
+    "disk I/O error" (which is all MLflow's store says) under a finite limit."""
+    seen, todo = set(), [exc]
+    while todo:
+        e = todo.pop(0)
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, OSError) and e.errno == errno.EFBIG:
+            return True, _path_of(e)
+        if "File too large" in str(e) or ("disk I/O error" in str(e) and file_size_limit()):
+            return True, None
+        todo += [e.__cause__, e.__context__]
+    return False, None
+
+
+def too_large_message(path: str | None) -> str:
+    limit = file_size_limit()
+    what = f" ({limit:,} bytes)" if limit is not None else ""
+    return (f"a file grew past this shell's file-size limit{what} while writing "
+            f"{path or 'its outputs (or the MLflow store)'}: raise it (`ulimit -f unlimited`) "
+            f"and rerun; completed outputs are kept")
 
 
 def _path_of(e: OSError) -> str | None:

@@ -1,7 +1,10 @@
-"""``python -m ctxrep.launch stages/<stage>.py``: start a training stage with as many processes
-as the ``launch`` params say, the way ``dvc.yaml`` starts the pretraining stages.
+"""``python -m ctxrep.launch [--torchrun] stages/<stage>.py [args]``: start a stage the way
+``dvc.yaml`` starts every stage, under the instruction set and thread count of its ``compute``
+params (:mod:`ctxrep.compute`: environment variables that torch, MKL and oneDNN read when they
+load, so they are set here, before the stage's Python starts).
 
-One process on one machine: the stage itself, in place of this process. More: ``torchrun``,
+``--torchrun`` (the pretraining stages): as many processes as the ``launch`` params say. One
+process on one machine: the stage itself, in place of this process. More: ``torchrun``,
 each process a DDP rank: ``--standalone`` on one machine; on several, a static rendezvous at
 ``CTXREP_RDZV_ENDPOINT`` (host:port of the first machine) with ``CTXREP_NODE_RANK`` (0 on the
 first machine, whose rank 0 writes the outputs that its DVC records). Where the rendezvous is
@@ -13,10 +16,16 @@ number (:func:`ctxrep.training.distributed.init_distributed`).
 from __future__ import annotations
 
 import os
+import platform
 import shutil
 import sys
 
 RDZV_ENDPOINT_ENV, NODE_RANK_ENV = "CTXREP_RDZV_ENDPOINT", "CTXREP_NODE_RANK"
+# Nothing leaves the machine unless a Hub source is chosen: the libraries' usage reports are off
+# in every stage, however the pipeline was started (`make` sets them too; a plain `dvc repro`
+# does not). A value already in the environment is kept.
+NO_TELEMETRY = {"HF_HUB_DISABLE_TELEMETRY": "1", "MLFLOW_DISABLE_TELEMETRY": "true",
+                "DO_NOT_TRACK": "1"}
 
 
 def command(script: str, nproc_per_node: int, nnodes: int, env=os.environ) -> list[str]:
@@ -39,17 +48,36 @@ def command(script: str, nproc_per_node: int, nnodes: int, env=os.environ) -> li
     return [torchrun, f"--nnodes={nnodes}", f"--nproc-per-node={nproc_per_node}", *where, script]
 
 
-def main(argv: list[str] | None = None) -> None:
-    from ctxrep import config
+USAGE = "usage: python -m ctxrep.launch [--torchrun] stages/<stage>.py [args]"
 
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1 or not args[0].endswith(".py"):
-        raise SystemExit("usage: python -m ctxrep.launch stages/<stage>.py")
+
+def main(argv: list[str] | None = None) -> None:
+    from ctxrep import compute, config
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    distributed = bool(args) and args[0] == "--torchrun"
+    rest = args[1:] if distributed else args
+    if not rest or not rest[0].endswith(".py"):
+        raise SystemExit(USAGE)
+    script, *script_args = rest
+    for name, value in NO_TELEMETRY.items():
+        os.environ.setdefault(name, value)
     try:
-        p = config.load_section("launch", config.read_params())
-    except config.ParamError as e:
-        raise SystemExit(f"ctxrep.launch: bad params: {e}") from e
-    cmd = command(args[0], p.nproc_per_node, p.nnodes)
+        params = config.read_params()
+        c = config.load_section("compute", params)
+        p = config.load_section("launch", params) if distributed else None
+    except config.ParamError:
+        # The stage reads the same params first thing and stops on them with its own name,
+        # exit status 2 and how to mend params.yaml: one place says it.
+        c = p = None
+    if c is not None:
+        if c.isa == compute.PORTABLE and not compute.is_x86():
+            print(f"ctxrep.launch: compute.isa={c.isa} pins x86-64 kernels; this CPU is "
+                  f"{platform.machine()}, so its results will not match an x86-64 run's "
+                  f"bytes (set compute.isa=native to say so in params.yaml)", file=sys.stderr)
+        os.environ.update(compute.environment(c.isa, c.threads))
+    cmd = command(script, p.nproc_per_node, p.nnodes) if p else [sys.executable, script]
+    cmd += script_args
     sys.stdout.flush()
     os.execv(cmd[0], cmd)  # the stage (or torchrun) takes this process's place: DVC waits on it
 

@@ -9,9 +9,11 @@ Queue one experiment per recipe, running only the pretraining stage, then collec
     dvc exp run --run-all                  # one after another: each timing has the machine
     ctxrep recipes --model bilm --experiments 'bilm-recipe-*' --target 190
 
-Each experiment's ``reports/compute/pretrain_<model>.json`` (a DVC output, read from the cache
-at the experiment's revision) holds ``heldout_curve``: every evaluation's step, the training
-seconds before it (evaluation time excluded) and its held-out metrics. This module writes
+Each experiment's pretraining stage logged to its MLflow run (tagged with the experiment's name)
+every held-out evaluation's metrics and the training seconds before it (evaluation time
+excluded), and its tokens per second: wall-clock numbers, which DVC does not record. An
+experiment whose pretraining DVC restored from its cache, not run, has no timing and is left
+out. This module writes
 ``reports/recipes.md`` (per recipe: the params that differ from the ``--reference`` one, tokens/s,
 the first evaluation at or below ``--target`` and the final perplexity) and
 ``reports/recipes.png`` (perplexity against training seconds, one line per recipe).
@@ -52,31 +54,45 @@ class Recipe:
         return None
 
 
-def read_from_dvc(rev: str, path: str) -> str:
-    import dvc.api
+def timed_curve_from_mlflow(experiment: str, model: str) -> dict | None:
+    """``{"tokens_per_s", "heldout_curve": [{"step", "train_s", <metric>}, ...]}`` of the newest
+    finished ``pretrain_<model>`` run of DVC experiment ``experiment``, or None."""
+    import mlflow
 
-    return dvc.api.read(path, rev=rev, repo=".")
+    from ctxrep.tracking import tracking_uri
+
+    client = mlflow.MlflowClient(tracking_uri())
+    ids = [e.experiment_id for e in client.search_experiments()]
+    runs = client.search_runs(ids, max_results=1, order_by=["attributes.start_time DESC"],
+                              filter_string=(f"tags.dvc_exp_name = '{experiment}' and "
+                                             f"tags.stage = 'pretrain_{model}' and "
+                                             "attributes.status = 'FINISHED'"))
+    if not runs:
+        return None
+    run, metric = runs[0], METRIC[model]
+    seconds = {m.step: m.value for m in client.get_metric_history(run.info.run_id, "train_s")}
+    values = {m.step: m.value for m in client.get_metric_history(run.info.run_id, metric)}
+    return {"tokens_per_s": run.data.metrics.get("tokens_per_s", 0.0),
+            "heldout_curve": [{"step": step, "train_s": seconds[step], metric: values[step]}
+                              for step in sorted(values.keys() & seconds.keys())]}
 
 
 def recipes(show: list, model: str, names: str = "*",
-            read: Callable[[str, str], str] = read_from_dvc) -> list[Recipe]:
-    """Every finished experiment named like ``names`` whose compute ledger has a held-out curve
-    (experiments from before curves were timed are skipped)."""
-    metric, out = METRIC[model], []
-    for name, rev, data in experiment_revs(show):
+            timed: Callable[[str, str], dict | None] | None = None) -> list[Recipe]:
+    """Every finished experiment named like ``names`` with a timed held-out curve
+    (``timed(experiment, model)``, by default from MLflow); the others are skipped."""
+    metric, out, timed = METRIC[model], [], timed or timed_curve_from_mlflow
+    for name, _rev, data in experiment_revs(show):
         if not fnmatch.fnmatchcase(name, names):
             continue
-        try:
-            ledger = json.loads(read(rev, f"reports/compute/pretrain_{model}.json"))
-        except Exception:  # noqa: BLE001 — not run, or a revision without this output
-            continue
+        found = timed(name, model)
         points = [(int(p["step"]), float(p["train_s"]), float(p[metric]))
-                  for p in ledger.get("heldout_curve") or [] if metric in p]
+                  for p in (found or {}).get("heldout_curve") or [] if metric in p]
         if not points:
             continue
         section = ((data.get("params") or {}).get("params.yaml") or {}).get("data") or {}
         out.append(Recipe(name, flatten(section.get(f"pretrain_{model}") or {}),
-                          float(ledger.get("tokens_per_s") or 0.0), points))
+                          float(found.get("tokens_per_s") or 0.0), points))
     return out
 
 
@@ -155,8 +171,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     show = json.loads(args.show_json.read_text()) if args.show_json else exp_show_json()
-    found = with_reference_first(recipes(show, args.model, args.experiments, read=read_from_dvc),
-                                 args.reference)
+    found = with_reference_first(recipes(show, args.model, args.experiments), args.reference)
     args.out.mkdir(parents=True, exist_ok=True)
     with atomic_file(args.out / "recipes.md") as f:
         f.write(table(found, args.model, args.target))

@@ -134,6 +134,16 @@ def sources_unchanged(params: dict, root: Path) -> bool:
     return True
 
 
+def dvc_command() -> list[str]:
+    """How to start DVC: the DVC installed beside this Python (the Makefile's ``$DVC``, or none
+    named) runs through :mod:`ctxrep.dvc_cli`, which says once what DVC warns about for every
+    output a new stage has not made yet; any other ``$DVC`` (a test's fake) runs as it is."""
+    named, own = os.environ.get("DVC"), Path(sys.executable).parent / "dvc"
+    if named and not (os.path.exists(named) and own.exists() and os.path.samefile(named, own)):
+        return [named]
+    return [sys.executable, "-m", "ctxrep.dvc_cli"]
+
+
 def prune_lock(root: Path = Path(".")) -> list[str]:
     """Drop the ``dvc.lock`` entries of stages ``dvc.yaml`` no longer defines (with the current
     params.yaml); returns their names."""
@@ -202,9 +212,9 @@ def main(profile: str, overrides: list[str]) -> int:
     branch = git("symbolic-ref", "-q", "--short", "HEAD")
     if branch:
         BRANCH.write_text(branch + "\n")
-    dvc = os.environ.get("DVC") or shutil.which("dvc") or "dvc"
+    dvc = dvc_command()
     sets = [f"profile={profile}", *overrides]
-    cmd = [dvc, "exp", "run", *(arg for value in sets for arg in ("-S", value))]
+    cmd = [*dvc, "exp", "run", *(arg for value in sets for arg in ("-S", value))]
     print("dvc exp run " + " ".join(f"-S {shlex.quote(value)}" for value in sets), flush=True)
     env = {**os.environ, PIPELINE_ENV: uuid.uuid4().hex}  # one MLflow parent run per run
     stashes = len(git("stash", "list").splitlines())

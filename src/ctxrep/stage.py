@@ -21,15 +21,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from ctxrep import config, workspace
-from ctxrep.errors import NO_SPACE_EXIT, InputError, no_space_left, no_space_message
+from ctxrep import compute, config, workspace
+from ctxrep.errors import (NO_SPACE_EXIT, TOO_LARGE_EXIT, InputError, file_too_large, no_space_left,
+                           no_space_message, too_large_message)
 from ctxrep.io import write_json
 from ctxrep.verify import verify_stage_inputs
 
 log = logging.getLogger("ctxrep")
-# Each stage's cost: wall time, data, parameters, FLOPs. A declared DVC output of its stage, but
-# not a metric: the timings differ run to run (the only files of the pipeline that do).
+# Each stage's cost: data, parameters, FLOPs, a declared DVC output of its stage (not a metric).
 COMPUTE_DIR = Path("reports/compute")
+# Its wall time, and throughput and seconds to each held-out point: these differ run to run, so
+# they go to MLflow and to this folder, which no stage reads and DVC does not record (so
+# dvc.lock is the same bytes on every run); `ctxrep timings` tabulates it.
+TIMINGS_DIR = Path("reports/timings")
 
 
 def setup_logging() -> None:
@@ -66,6 +70,7 @@ class StageContext:
     run: object = None                # tracking.StageRun
     _summary: dict = field(default_factory=dict)
     _compute: dict | None = None
+    _timings: dict = field(default_factory=dict)
     _unchanged: bool = False
 
     def unchanged(self) -> None:
@@ -80,12 +85,13 @@ class StageContext:
     def compute(self, *, amount: int, unit: str, params: int | None = None,
                 flops: float | None = None, **timings) -> None:
         """This stage's line in the report's compute ledger: the data it processed (``amount``
-        ``unit``, e.g. training tokens), the parameters it trained or ran, estimated FLOPs and
-        any ``timings`` (numbers such as ``tokens_per_s``, or a pretraining stage's
-        ``heldout_curve`` against training seconds). Written with the stage's wall time to
-        ``reports/compute/<stage>.json`` when it ends, and logged to MLflow."""
+        ``unit``, e.g. training tokens), the parameters it trained or ran and estimated FLOPs,
+        written to ``reports/compute/<stage>.json`` when it ends. ``timings`` (numbers such as
+        ``tokens_per_s``, or a pretraining stage's ``heldout_curve`` against training seconds)
+        go with the stage's wall time to ``reports/timings/<stage>.json`` and to MLflow."""
         self._compute = {"amount": int(amount), "unit": unit, "params": params,
-                         "flops": None if flops is None else float(f"{flops:.4g}"), **timings}
+                         "flops": None if flops is None else float(f"{flops:.4g}")}
+        self._timings = dict(timings)
 
     def log_params(self, params: dict) -> None:
         """Params this stage resolved itself (e.g. a transfer cell's), logged to its MLflow run."""
@@ -133,10 +139,14 @@ def stage(name: str, section: str | None, track: bool = True,
         raise SystemExit(143 if "SIGTERM" in str(how) else 130) from None
     except Exception as e:
         full, path = no_space_left(e)
-        if not full:
-            raise
-        log.error("%s: %s", name, no_space_message(path))
-        raise SystemExit(NO_SPACE_EXIT) from e
+        if full:
+            log.error("%s: %s", name, no_space_message(path))
+            raise SystemExit(NO_SPACE_EXIT) from e
+        too_large, path = file_too_large(e)
+        if too_large:
+            log.error("%s: %s", name, too_large_message(path))
+            raise SystemExit(TOO_LARGE_EXIT) from e
+        raise
 
 
 def stop_on_signals() -> None:
@@ -185,8 +195,12 @@ def _stage(name: str, section: str | None, track: bool,
     try:
         params = config.read_params()
         sec = config.load_section(section, params=params) if section else None
+        compute.enter(config.load_section("compute", params=params))
     except config.ParamError as e:
         log.error("%s: bad params: %s\n%s", name, e, bad_params_hint())
+        raise SystemExit(2) from e
+    except compute.NotLaunched as e:
+        log.error("%s: %s", name, e)
         raise SystemExit(2) from e
     try:
         verify_stage_inputs(name)  # under DVC: upstream outputs are the bytes dvc.lock records
@@ -214,8 +228,7 @@ def _stage(name: str, section: str | None, track: bool,
                 ctx.run = run
                 yield ctx
                 run.log_metrics({"wall_s": time.perf_counter() - start,
-                                 **{k: v for k, v in (ctx._compute or {}).items()
-                                    if k.endswith("_s")}})
+                                 **{k: v for k, v in ctx._timings.items() if k.endswith("_s")}})
             if ctx._unchanged:
                 tracking.discard(run)
         else:
@@ -233,7 +246,8 @@ def _stage(name: str, section: str | None, track: bool,
         raise SystemExit(workspace.TAKEN_EXIT) from e
     seconds = time.perf_counter() - start
     if ctx._compute is not None and int(os.environ.get("RANK", "0")) == 0:
-        write_json(COMPUTE_DIR / f"{name}.json", {"wall_s": round(seconds, 1), **ctx._compute})
+        write_json(COMPUTE_DIR / f"{name}.json", ctx._compute)
+        write_json(TIMINGS_DIR / f"{name}.json", {"wall_s": round(seconds, 1), **ctx._timings})
     items = ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}"
                       for k, v in ctx._summary.items())
     print(f"[{name}] done in {seconds:.1f} s: {items}", flush=True)

@@ -342,6 +342,17 @@ class FinetuneTransferParams:
 
 
 @section
+class ComputeParams:
+    """``compute``: the instruction set and threads every stage's float work runs with
+    (:mod:`ctxrep.compute`). ``avx2``: the same bytes on any x86-64 CPU, so a clone's
+    ``dvc.lock`` matches the committed one; ``native``: this CPU's own kernels, faster where it
+    has AVX-512, other last bits. The thread count changes the bytes too, so it is a param."""
+
+    isa: str = param(choices=("avx2", "native"), doc="avx2 (portable bytes) or native (speed)")
+    threads: int = param(ge=1, le=1024, doc="compute threads per process (OMP, MKL, torch)")
+
+
+@section
 class LaunchParams:
     """``launch``: how many processes train the pretraining stages (``python -m ctxrep.launch``
     starts them; torchrun's DDP above one). A param, not a command-line flag, so ``dvc.lock``
@@ -412,6 +423,7 @@ SECTIONS: dict[str, type] = {
     "pretrain_bilm": BiLMParams,
     "pretrain_bert": BertParams,
     "launch": LaunchParams,
+    "compute": ComputeParams,
     "import_bert": ImportBertParams,
     "pretrain_static": StaticParams,
     "learning_curve": LearningCurveParams,

@@ -1,4 +1,5 @@
-"""Pin the sha256 of a task's mirror files in its registry module: ``ctxrep pin <task>``.
+"""Pin the sha256 of a task's (or a corpus's) mirror files in its registry module:
+``ctxrep pin <task>``.
 
 A pinned file is checked by ``fetch_tasks@<task>`` (when ``data.verify_sha256`` is on): a copy
 whose bytes differ from the pinned ones stops the fetch, naming the file. Pins live in
@@ -8,6 +9,7 @@ stages depend on the file, so pinning one task reruns no other.
 
     ctxrep pin rte               # hash $CTXREP_DATA_MIRROR's files of rte, write the pins
     ctxrep pin rte --print       # only print them
+    ctxrep pin wikipedia         # a corpus: src/ctxrep/data/pins/wikipedia.py
 
 Pin the files as published (right after downloading them), so a later modified or truncated
 copy is caught. Whether a task was pinned and checked is recorded in its fetch manifest
@@ -28,6 +30,7 @@ from ctxrep.data.sources import mirror_root
 from ctxrep.io import atomic_file, sha256_file
 
 MIRROR_ENV = "CTXREP_DATA_MIRROR"
+PINS_DIR = Path(__file__).parent / "pins"  # a corpus's pins (a task's are in its own module)
 
 _BLOCK = re.compile(r"^SHA256 = (\{\}|\{$.*?^\})", re.S | re.M)  # then maybe a comment
 
@@ -36,9 +39,7 @@ def mirror_pins(task: str) -> dict[str, str]:
     """{mirror path: sha256} of ``task``'s files under ``$CTXREP_DATA_MIRROR`` (globs expanded)."""
     from ctxrep.data.sources import _mirror_files
 
-    if task in registry.CORPORA:
-        raise DataError(task, "only tasks are pinned (corpora are hashed by locate_data)")
-    spec = tasks.get(task)
+    spec = registry.CORPORA[task] if task in registry.CORPORA else tasks.get(task)
     files, why = _mirror_files(spec)
     if files is None:
         raise DataError(mirror_root() or f"${MIRROR_ENV}", f"cannot pin {task}: {why}")
@@ -48,8 +49,10 @@ def mirror_pins(task: str) -> dict[str, str]:
 
 def write_pins(task: str, pins: dict[str, str], module_file: Path | None = None) -> Path:
     """Replace the ``SHA256 = {...}`` literal of ``task``'s module (default
-    ``src/ctxrep/data/tasks/<task>.py``) with ``pins``, sorted."""
-    path = Path(module_file or tasks.HERE / f"{task}.py")
+    ``src/ctxrep/data/tasks/<task>.py``, a corpus's ``src/ctxrep/data/pins/<corpus>.py``) with
+    ``pins``, sorted."""
+    default = (PINS_DIR if task in registry.CORPORA else tasks.HERE) / f"{task}.py"
+    path = Path(module_file or default)
     text = path.read_text()
     match = _BLOCK.search(text)
     if match is None:
@@ -62,7 +65,7 @@ def write_pins(task: str, pins: dict[str, str], module_file: Path | None = None)
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("task", help="a task of the registry whose mirror files to pin")
+    ap.add_argument("task", help="a task (or corpus) of the registry whose mirror files to pin")
     ap.add_argument("--print", action="store_true", dest="print_only",
                     help="print the pins instead of writing them into the task's module")
 

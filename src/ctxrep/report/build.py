@@ -27,7 +27,6 @@ SUMMARY_PATH = Path("metrics/summary.json")
 HEADLINE_PATH = Path("metrics/headline.json")     # the DVC metric: one number per cell
 CLAIMS_PATH = Path("metrics/claims.json")         # the DVC metric: Δ and CI per claim
 REPORT_PATH = Path("reports/report.md")
-LEDGER_PATH = Path("reports/compute.md")          # with wall times: differs run to run
 # Every cell's dev curve in one long table (a DVC plot, one chart for any grid: see dvc.yaml)
 TRANSFER_CURVES_PATH = Path("reports/transfer_curves.tsv")
 FIGURES_DIR = Path("reports/figures")
@@ -38,7 +37,6 @@ class Report:
     summary: dict
     markdown: str                  # the same bytes for the same results
     figures: dict[str, Figure]     # file name under reports/figures/ -> figure
-    ledger: str = ""               # the compute ledger with wall times
     transfer_curves: str = ""      # TSV: every cell's per-epoch curves (transfer_curve_table)
 
 
@@ -320,36 +318,47 @@ def weights_section(inputs: ReportInputs) -> str:
     return "\n".join(lines)
 
 
-def ledger_section(inputs: ReportInputs, wall_time: bool = False) -> str:
+def ledger_section(inputs: ReportInputs, wall_s: dict[str, float] | None = None) -> str:
     """One row per stage (transfer: per method, summed over its tasks and seeds), then a total.
-    ``wall_time`` adds each stage's seconds (reports/compute.md; report.md stays deterministic).
+    ``wall_s`` (stage -> seconds, from ``reports/timings/``) adds a wall-time column: ``ctxrep
+    timings``; report.md has none, so it is the same bytes for the same results.
 
     FLOPs are estimates: training 6 x weights x tokens (the models' own analytic counts for
     pretraining and BERT), forward only for extract; tokenize does no model arithmetic."""
-    groups: dict[str, list[ComputeEntry]] = {}
+    groups: dict[str, list[tuple[str, ComputeEntry]]] = {}
     for name, row in ledger_stages(inputs.tasks, inputs.methods, inputs.curve):
         if name in inputs.compute:
-            groups.setdefault(row, []).append(inputs.compute[name])
+            groups.setdefault(row, []).append((name, inputs.compute[name]))
     if not groups:
         return "## Compute ledger\n\n_No stage has recorded its cost yet._"
+
+    def seconds(stages: list[str]) -> str:
+        known = [wall_s[s] for s in stages if s in wall_s]
+        return _seconds(sum(known)) if len(known) == len(stages) else MISSING
+
     rows = []
-    for label, entries in groups.items():
+    for label, named in groups.items():
+        entries = [e for _, e in named]
         units = " + ".join(sorted({e.unit for e in entries}))
         flops = [e.flops for e in entries if e.flops is not None]
         rows.append([label if len(entries) == 1 else f"{label} ({len(entries)} tasks)",
                      f"{sum(e.amount for e in entries):,} {units}",
-                     _seconds(sum(e.wall_s for e in entries)),
                      _int_range([e.params for e in entries if e.params is not None]),
-                     f"{sum(flops):.2e}" if flops else MISSING])
-    every = [e for entries in groups.values() for e in entries]
-    rows.append(["**total**", "", _seconds(sum(e.wall_s for e in every)), "",
-                 f"{sum(e.flops for e in every if e.flops is not None):.2e}"])
-    header = ["stage", "data processed", "wall time", "parameters", "est. FLOPs"]
-    if not wall_time:
-        header, rows = header[:2] + header[3:], [r[:2] + r[3:] for r in rows]
-    where = ("Wall time is each stage's whole run (loading, training, evaluation)." if wall_time
-             else "Wall times, which differ from run to run, are in `compute.md` beside this "
-                  "report and in each stage's MLflow run.")
+                     f"{sum(flops):.2e}" if flops else MISSING]
+                    + ([seconds([n for n, _ in named])] if wall_s is not None else []))
+    every = [e for named in groups.values() for _, e in named]
+    rows.append(["**total**", "", "", f"{sum(e.flops for e in every if e.flops is not None):.2e}"]
+                + ([seconds([n for named in groups.values() for n, _ in named])]
+                   if wall_s is not None else []))
+    header = ["stage", "data processed", "parameters", "est. FLOPs"]
+    if wall_s is not None:
+        header.append("wall time")
+        where = ("Wall time is each stage's last run in this workspace (loading, training, "
+                 "evaluation), from `reports/timings/`; — where a stage has not run here (DVC "
+                 "restored it from its cache).")
+    else:
+        where = ("Wall times differ from run to run, so DVC does not record them: `ctxrep "
+                 "timings` prints them, and each stage's MLflow run has its own.")
     return ("## Compute ledger\n\n" + markdown_table(header, rows) + f"\n\n{where} "
             "FLOPs are estimates of the model arithmetic: training ≈ "
             "6 × weights × tokens (the analytic per-token counts for pretraining and BERT), "
@@ -547,10 +556,8 @@ def build_report(inputs: ReportInputs, profile: str | None = None) -> Report:
                 lc.section(inputs, curves, figures), probe_section(inputs, figures),
                 mix_section(inputs, figures), loss_section(inputs, figures),
                 neighbors_section(inputs)]
-    ledger = (f"# ctxrep: compute ledger\n\n{weights_section(inputs)}\n\n"
-              f"{ledger_section(inputs, wall_time=True)}\n")
     summary = summarise(inputs.transfer, ev.summary_extras(inputs, evidence))
-    return Report(summary, "\n\n".join(sections) + "\n", figures, ledger,
+    return Report(summary, "\n\n".join(sections) + "\n", figures,
                   transfer_curve_table(inputs.transfer))
 
 
@@ -575,8 +582,6 @@ def write_report(report: Report, root: Path | str = ".") -> None:
     write_json(root / SUMMARY_PATH, report.summary)
     write_json(root / HEADLINE_PATH, headline(report.summary))
     write_json(root / CLAIMS_PATH, claim_metrics(report.summary))
-    with atomic_file(root / LEDGER_PATH) as f:
-        f.write(report.ledger)
     with atomic_file(root / TRANSFER_CURVES_PATH) as f:
         f.write(report.transfer_curves)
     with atomic_dir(root / FIGURES_DIR) as tmp:

@@ -19,7 +19,7 @@ Paths (relative to the repo root):
     data/learning_curves/<task>/<method>/fraction<f>/seed<N>.json   their predictions
     metrics/probe/<model>.json                        per-layer probe scores
     data/predictions/probe/<model>/<task>.json        per-layer probe predictions, per example
-    reports/compute/<stage>.json                      wall time, data, parameters, FLOPs
+    reports/compute/<stage>.json                      data, parameters, FLOPs
     reports/weights/<model>.json                      trained here, or imported from where
     data/raw/corpus/MANIFEST.json, data/raw/tasks/<task>/MANIFEST.json
     reports/neighbors.md                              contextual-neighbours text, verbatim
@@ -225,7 +225,6 @@ def read_probe(path: Path) -> dict | None:
 class ComputeEntry:
     """One stage's ``reports/compute/<stage>.json``: what it cost (see StageContext.compute)."""
 
-    wall_s: float
     amount: int
     unit: str
     params: int | None
@@ -236,11 +235,10 @@ def read_compute(path: Path) -> ComputeEntry | None:
     data = read_json(path)
     if data is None:
         return None
-    require(data, path, "wall_s", "amount", "unit")
+    require(data, path, "amount", "unit")
     optional = {k: None if data.get(k) is None else number(data[k], path, k)
                 for k in ("params", "flops")}
-    return ComputeEntry(wall_s=number(data["wall_s"], path, "wall_s"),
-                        amount=int(number(data["amount"], path, "amount")), unit=str(data["unit"]),
+    return ComputeEntry(amount=int(number(data["amount"], path, "amount")), unit=str(data["unit"]),
                         params=None if optional["params"] is None else int(optional["params"]),
                         flops=optional["flops"])
 

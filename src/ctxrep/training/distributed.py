@@ -31,7 +31,7 @@ def init_distributed(expected_world: int | None = None) -> Dist:
 
         raise ParamError("launch.nproc_per_node", expected_world,
                          f"the number of processes this run has ({world}, torchrun's "
-                         f"WORLD_SIZE): start the stage with `python -m ctxrep.launch "
+                         f"WORLD_SIZE): start the stage with `python -m ctxrep.launch --torchrun "
                          f"stages/<stage>.py` (dvc.yaml does), or set launch.nproc_per_node and "
                          f"launch.nnodes to what you start by hand")
     if world == 1:

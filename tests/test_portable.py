@@ -1,0 +1,119 @@
+"""The same bytes on another machine (``compute.isa: avx2``, src/ctxrep/compute.py).
+
+The other machine is this one made to look like a 1-core AVX2 CPU: MKL restricted to AVX2
+(``MKL_ENABLE_INSTRUCTIONS``), ATen and oneDNN dispatching AVX2 at most, one core
+(``taskset``). The pretraining stages (MKL GEMMs, ATen kernels, the char-CNN's convolutions, the
+compiled LSTM kernel, AdamW) train on both from the same tiny data with two compute threads:
+in portable mode they write the same weights byte for byte; in native mode they do not, on a
+CPU with AVX-512, so the first check is not vacuous. `.ci/run` does the same for the whole
+tiny pipeline and compares ``dvc.lock``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from ctxrep.compute import environment, mismatches
+from tests.conftest import LAUNCH, copy_run, tree_hash
+
+# The stages run in copies of the session's tiny run, without MLflow runs.
+SLOW, NO_MLFLOW = pytest.mark.slow, pytest.mark.usefixtures("without_mlflow")
+
+AVX2_MACHINE = {"MKL_ENABLE_INSTRUCTIONS": "AVX2", "ATEN_CPU_CAPABILITY": "avx2",
+                "ONEDNN_MAX_CPU_ISA": "AVX2"}
+STAGES = {"pretrain_bilm.py": "data/models/bilm", "pretrain_bert.py": "data/models/bert"}
+
+
+def has_avx512() -> bool:
+    env = {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"}
+    out = subprocess.run([sys.executable, "-c", "import torch; print(torch.backends.cpu.get_cpu_capability())"],
+                         capture_output=True, text=True, env=env)
+    return out.stdout.strip().startswith("AVX512")
+
+
+def train(repo, isa: str, machine: dict | None) -> dict[str, str]:
+    """Run both pretraining stages in ``repo`` with ``compute.isa=isa`` and two threads, on this
+    machine (``machine`` None) or the 1-core AVX2 one; the hash of each stage's weights."""
+    params = yaml.safe_load((repo / "params.yaml").read_text())
+    params["compute"] = {"isa": isa, "threads": 2}
+    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    env = {k: v for k, v in os.environ.items() if k not in {*AVX2_MACHINE, "OMP_NUM_THREADS", "MKL_NUM_THREADS"}}
+    prefix = []
+    if machine is not None:
+        env.update(machine)
+        prefix = [shutil.which("taskset"), "-c", "0"]
+    hashes = {}
+    for script, out in STAGES.items():
+        proc = subprocess.run([*prefix, *LAUNCH, f"stages/{script}"], cwd=repo, env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, f"{script} ({isa}, {machine}):\n{proc.stderr[-3000:]}"
+        hashes[script] = tree_hash(repo / out)
+    return hashes
+
+
+@pytest.fixture
+def repo(tiny_run, tmp_path):
+    return copy_run(tiny_run.repo, tmp_path / "repo")
+
+
+@SLOW
+@NO_MLFLOW
+def test_portable_mode_writes_the_same_weights_on_another_cpu_and_core_count(repo):
+    assert train(repo, "avx2", None) == train(repo, "avx2", AVX2_MACHINE)
+
+
+@SLOW
+@NO_MLFLOW
+def test_native_mode_does_not_on_a_cpu_with_avx512(repo):
+    if not has_avx512():
+        pytest.skip("this CPU has no AVX-512: native mode picks AVX2 here too, so the two "
+                    "machines cannot differ")
+    native, avx2_machine = train(repo, "native", None), train(repo, "native", AVX2_MACHINE)
+    assert native["pretrain_bilm.py"] != avx2_machine["pretrain_bilm.py"]
+
+
+@SLOW
+@NO_MLFLOW
+def test_a_stage_started_under_other_settings_refuses_and_says_how_to_start_it(repo):
+    env = {**os.environ, "ATEN_CPU_CAPABILITY": "default"}  # a stage run by hand, not launched
+    proc = subprocess.run([sys.executable, "stages/pretrain_bilm.py"], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2
+    assert "ATEN_CPU_CAPABILITY=default (wanted avx2)" in proc.stderr
+    assert "python -m ctxrep.launch stages/<stage>.py" in proc.stderr
+
+
+def test_the_environment_of_each_mode():
+    assert environment("avx2", 3) == {"OMP_NUM_THREADS": "3", "MKL_NUM_THREADS": "3",
+                                      "ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2",
+                                      "ONEDNN_MAX_CPU_ISA": "AVX2"}
+    assert environment("native", 1) == {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    assert mismatches("native", 1, {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "2"}) == \
+        ["MKL_NUM_THREADS=2 (wanted 1)"]
+
+
+def test_the_launcher_sets_the_modes_environment_and_passes_the_arguments(tmp_path):
+    """What a stage started by dvc.yaml sees: compute's variables, the libraries' telemetry off
+    unless the user set it, and its own arguments."""
+    import json
+    from pathlib import Path
+
+    params = yaml.safe_load((Path(__file__).parents[1] / "params.yaml").read_text())
+    params["compute"] = {"isa": "avx2", "threads": 3}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    (tmp_path / "show.py").write_text("import json, os, sys\nprint(json.dumps([sys.argv[1:], dict(os.environ)]))\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_DISABLE_TELEMETRY", "DO_NOT_TRACK")}
+    env["MLFLOW_DISABLE_TELEMETRY"] = "false"  # the user's choice is kept
+    proc = subprocess.run([*LAUNCH, "show.py", "sst2", "elmo"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    args, seen = json.loads(proc.stdout)
+    assert args == ["sst2", "elmo"]
+    assert {k: seen.get(k) for k in environment("avx2", 3)} == environment("avx2", 3)
+    assert seen["HF_HUB_DISABLE_TELEMETRY"] == "1" and seen["DO_NOT_TRACK"] == "1"
+    assert seen["MLFLOW_DISABLE_TELEMETRY"] == "false"
