@@ -194,7 +194,8 @@ def test_run_cache_a_b_a_gives_back_run_a_byte_for_byte(run, tmp_path):
     _dvc(repo, "exp", "run", "-S", "profile=tiny", "-S", f"pretrain_bilm.lr={lr * 5}",
          "pretrain_bilm", env=env)
     b = snapshot()
-    assert all(a[f] != b[f] for f in files), "lr did not change the outputs"
+    # the ledger counts tokens, parameters and FLOPs, which lr does not change
+    assert all(a[f] != b[f] for f in files if "compute" not in f), "lr did not change the outputs"
     out = _dvc(repo, "exp", "run", "-S", "profile=tiny", "pretrain_bilm", env=env)
     assert "Running stage 'pretrain_bilm'" not in out and "cached" in out.lower(), out
     assert snapshot() == a

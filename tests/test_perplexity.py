@@ -243,7 +243,11 @@ def test_the_intrinsic_stage_is_what_ctxrep_perplexity_says_on_its_text(tiny_run
         main(["perplexity", str(repo / "data/models" / model), str(text),
               "--json", str(tmp_path / f"{model}.json"), *flags])
         said = json.loads((tmp_path / f"{model}.json").read_text())
-        assert {k: said[k] for k in record[model]} == record[model], model
+        # the stage ran in portable mode (AVX2), this process runs the CPU's own kernels: the
+        # same numbers up to float rounding (exactly the same under the same compute settings)
+        for key, value in record[model].items():
+            assert said[key] == (pytest.approx(value, rel=1e-6) if isinstance(value, float)
+                                 else value), (model, key)
     assert record["bilm"]["unigram_ppl"] is not None  # the model folder keeps its counts
     report = (repo / "reports/report.md").read_text()
     line = next(line for line in report.splitlines() if line.startswith("- out-of-domain text"))

@@ -89,6 +89,17 @@ def test_a_stage_started_under_other_settings_refuses_and_says_how_to_start_it(r
     assert "python -m ctxrep.launch stages/<stage>.py" in proc.stderr
 
 
+@SLOW
+@NO_MLFLOW
+def test_a_compiled_cpu_run_in_portable_mode_is_refused_naming_native(repo):
+    from tests.conftest import run_stage, set_profile
+
+    set_profile(repo, "tiny", ["pretrain_bilm.compile=true"])
+    proc = run_stage(repo, "pretrain_bilm.py", check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "compute.isa" in proc.stderr and "SET='compute.isa=native'" in proc.stderr
+
+
 def test_the_environment_of_each_mode():
     assert environment("avx2", 3) == {"OMP_NUM_THREADS": "3", "MKL_NUM_THREADS": "3",
                                       "ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2",

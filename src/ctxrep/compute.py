@@ -38,6 +38,9 @@ THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
 PORTABLE_ENV = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
 
 
+_entered: str | None = None  # the isa this stage process entered with (enter), if any
+
+
 class NotLaunched(RuntimeError):
     """A stage started outside :mod:`ctxrep.launch` with another instruction set or thread count
     than its params say."""
@@ -71,8 +74,23 @@ def enter(params) -> None:
             f"compute.isa={params.isa}, compute.threads={params.threads}, but this process has "
             f"{', '.join(wrong)}: start the stage with `python -m ctxrep.launch stages/<stage>.py` "
             f"(dvc.yaml does), which sets them before torch loads")
+    global _entered
+    _entered = params.isa
     torch = sys.modules.get("torch")  # a stage that does no tensor work never imports it
     if torch is not None:
         torch.set_num_threads(params.threads)
         if params.isa == PORTABLE:
             torch.backends.mkldnn.enabled = False
+
+
+def check_compile(device) -> None:
+    """``torch.compile`` on a CPU generates C++ for this CPU's own vector unit, which no
+    environment variable pins: a compiled CPU run is not portable, so a stage in portable mode
+    refuses it (in torch 2.13 the generated AVX2 code also fails an index check that the
+    AVX-512 code passes). On CUDA the CPU's settings do not matter."""
+    if device.type == "cpu" and _entered == PORTABLE:
+        from ctxrep.config import ParamError
+
+        raise ParamError("compute.isa", PORTABLE, "native for a CPU run with compile: true "
+                         "(inductor generates code for this CPU, so the bytes are not portable "
+                         "anyway): add SET='compute.isa=native'")

@@ -30,7 +30,7 @@ from typing import Protocol
 import torch
 from torch import nn
 
-from ctxrep import seeds
+from ctxrep import compute, seeds
 from ctxrep.training.checkpoints import Checkpoints
 from ctxrep.training.curves import Curves, is_point, train_point, val_point
 from ctxrep.training.distributed import Dist, global_sum
@@ -219,6 +219,7 @@ def train(objective: Objective, cfg: LoopConfig, ckpt_dir: Path, run=None,
             model, device_ids=[d.local_rank] if device.type == "cuda" else None,
             find_unused_parameters=getattr(objective, "has_unused_parameters", False))
     if cfg.compile:
+        compute.check_compile(device)
         train_model = torch.compile(train_model)
     autocast = precision_context(cfg.precision, device)
 
