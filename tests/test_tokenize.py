@@ -97,3 +97,26 @@ def test_document_encoding_equals_sentence_encoding(raw_corpus, tmp_path):
     docs = [["The river bank.", "Un café à Paris!"], ["A [SEP] inside.", "x y z"]]
     expected = [[T._tokenizer.encode(s, add_special_tokens=False).ids for s in d] for d in docs]
     assert T._encode_documents(docs) == expected
+
+
+def _sigterm_handler_name(_job) -> str:
+    import signal
+
+    return getattr(signal.getsignal(signal.SIGTERM), "name", "python handler")
+
+
+def test_pool_workers_die_on_sigterm_whatever_the_stage_set():
+    """The stage turns SIGTERM into KeyboardInterrupt; its forked pool workers must not inherit
+    that, or Pool.terminate can leave the task queue's lock held and hang the stage (it did)."""
+    import signal
+
+    from ctxrep.data.tokenized import run_pool
+    from ctxrep.stage import stop_on_signals
+
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    try:
+        stop_on_signals()
+        assert list(run_pool(_sigterm_handler_name, range(4), 2, "probe")) == ["SIG_DFL"] * 4
+    finally:
+        signal.signal(signal.SIGTERM, before[0])
+        signal.signal(signal.SIGINT, before[1])

@@ -23,6 +23,7 @@ import hashlib
 import json
 import multiprocessing as mp
 import os
+import signal
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -162,6 +163,18 @@ def _wordpiece_shard(job) -> dict:
             "wordpieces": n_pieces}
 
 
+def _worker_start(initializer, initargs) -> None:
+    """A pool worker starts with a plain process's signal handling. Forked from a stage, it
+    would inherit the stage's SIGTERM handler (a KeyboardInterrupt, ``ctxrep.stage``), and
+    ``Pool.terminate``'s SIGTERM would then run the worker's exit code, which can leave the task
+    queue's lock held and a sibling waiting on it, and the stage on the sibling, for ever. Ctrl-C
+    is the stage's to handle: the whole process group gets it."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if initializer is not None:
+        initializer(*initargs)
+
+
 def run_pool(fn, jobs, num_proc: int, desc: str, initializer=None, initargs=()):
     """Ordered map over jobs with a progress bar, in-process when ``num_proc == 1``."""
     from tqdm.auto import tqdm
@@ -173,7 +186,7 @@ def run_pool(fn, jobs, num_proc: int, desc: str, initializer=None, initargs=()):
         return
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # processes already parallelise
     ctx = mp.get_context("fork")
-    with ctx.Pool(num_proc, initializer=initializer, initargs=initargs) as pool:
+    with ctx.Pool(num_proc, initializer=_worker_start, initargs=(initializer, initargs)) as pool:
         yield from tqdm(pool.imap(fn, jobs), total=len(jobs), desc=desc, unit="shard", disable=None)
 
 
