@@ -32,7 +32,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # workers beside the background tiny run (and their stages) on two cores, and torch's default
 # of a thread per core then oversubscribes them; OpenMP threads that spin-wait for a core turn a
 # 1 s test into 40 s. Before torch is imported: it reads these once.
-for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 _NOUNS = ["river", "bank", "money", "music", "game", "player", "city", "history", "war", "king",

@@ -101,12 +101,12 @@ def test_a_compiled_cpu_run_in_portable_mode_is_refused_naming_native(repo):
 
 
 def test_the_environment_of_each_mode():
-    assert environment("avx2", 3) == {"OMP_NUM_THREADS": "3", "MKL_NUM_THREADS": "3",
-                                      "ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2",
-                                      "ONEDNN_MAX_CPU_ISA": "AVX2"}
-    assert environment("native", 1) == {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    assert mismatches("native", 1, {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "2"}) == \
-        ["MKL_NUM_THREADS=2 (wanted 1)"]
+    threads = {"OMP_NUM_THREADS": "3", "MKL_NUM_THREADS": "3", "OPENBLAS_NUM_THREADS": "3"}
+    assert environment("avx2", 3) == {**threads, "ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2",
+                                      "ONEDNN_MAX_CPU_ISA": "AVX2", "OPENBLAS_CORETYPE": "Haswell"}
+    assert environment("native", 3) == threads
+    assert mismatches("native", 1, {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "2",
+                                    "OPENBLAS_NUM_THREADS": "1"}) == ["MKL_NUM_THREADS=2 (wanted 1)"]
 
 
 def test_the_launcher_sets_the_modes_environment_and_passes_the_arguments(tmp_path):

@@ -14,8 +14,10 @@ x86-64 CPU since 2015 has (AVX2 with FMA), and the thread count to a param:
 - ``ATEN_CPU_CAPABILITY=avx2``: ATen's kernels, and so the LSTM kernel's compiler flags;
 - ``ONEDNN_MAX_CPU_ISA=AVX2``, and ``torch.backends.mkldnn`` off in the stage: convolutions run
   ATen's own (unfold + an MKL GEMM), whose order does not depend on the CPU's caches;
-- ``OMP_NUM_THREADS`` = ``MKL_NUM_THREADS`` = ``compute.threads``, however many cores there are
-  (fewer cores than threads costs time, not bytes).
+- ``OPENBLAS_CORETYPE=Haswell``: numpy's and scipy's OpenBLAS (scikit-learn's baselines,
+  gensim's word2vec) on its AVX2 kernels, which it too would pick per CPU;
+- ``OMP_NUM_THREADS`` = ``MKL_NUM_THREADS`` = ``OPENBLAS_NUM_THREADS`` = ``compute.threads``,
+  however many cores there are (fewer cores than threads costs time, not bytes).
 
 These are read when the libraries load or first run, so they are set before the stage's Python
 starts: by :mod:`ctxrep.launch`, which ``dvc.yaml`` runs every stage through; a stage checks them
@@ -34,8 +36,9 @@ import sys
 PORTABLE, NATIVE = "avx2", "native"
 ISAS = (PORTABLE, NATIVE)
 X86 = ("x86_64", "amd64", "x64")
-THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
-PORTABLE_ENV = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+PORTABLE_ENV = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2",
+                "OPENBLAS_CORETYPE": "Haswell"}
 
 
 _entered: str | None = None  # the isa this stage process entered with (enter), if any
