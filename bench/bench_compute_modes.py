@@ -38,8 +38,9 @@ BENCHES = {
         lambda d: d["tokens_per_s"]["ctxrep"]),
 }
 # A stage in portable mode also runs ATen's convolutions, not oneDNN's (ctxrep.compute.enter).
-RUN = ("import runpy, sys, torch; torch.backends.mkldnn.enabled = {mkldnn}; "
-       "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')")
+RUN = ("import os, runpy, sys, torch; torch.backends.mkldnn.enabled = {mkldnn}; "
+       "sys.argv = sys.argv[1:]; sys.path.insert(0, os.path.dirname(sys.argv[0])); "
+       "runpy.run_path(sys.argv[0], run_name='__main__')")
 
 
 def measure(script: str, args: list[str], read, isa: str, threads: int) -> float:
