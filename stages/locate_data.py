@@ -12,7 +12,7 @@ from pathlib import Path
 from ctxrep.data import sources, tasks
 from ctxrep.io import atomic_dir, write_json
 from ctxrep.stage import stage
-from ctxrep.verify import cache_dir, check_output, lock_outputs
+from ctxrep.lockfile import cache_dir, check_output, lock_outputs
 
 OUT = sources.LOCATED_DIR
 

@@ -21,7 +21,7 @@ import yaml
 
 from ctxrep.training.curves import is_point
 from tests.conftest import REPO, copy_run, tree_hash
-from tests.pipeline_deps import code_dep_problems, covered
+from tests.pipeline_deps import code_dep_problems, code_deps, covered
 
 # Files in the workspace that no stage declares: the project itself, DVC's and git's own,
 # MLflow, and the wall times (they differ run to run, so DVC must not record them; no stage
@@ -53,6 +53,15 @@ def test_a_new_import_that_dvc_yaml_does_not_list_is_caught(tmp_path):
     assert any(p.startswith("transfer: runs src/ctxrep/report/plots.py")
                for p in code_dep_problems(tmp_path))
 
+
+def test_no_stage_runs_the_verify_commands_repair_code():
+    """Issue 49: a stage checks its inputs with ctxrep.lockfile; `ctxrep verify`'s command and
+    repair code (ctxrep.verify) run in no stage, so editing them leaves every stage up to
+    date."""
+    runs_it = sorted(name for name, deps in code_deps(REPO).items()
+                     if "src/ctxrep/verify.py" in deps["needed"])
+    assert runs_it == []
+    assert all("src/ctxrep/lockfile.py" in deps["needed"] for deps in code_deps(REPO).values())
 
 
 def test_the_cpp_source_of_a_compiled_kernel_is_a_dep_of_every_stage_that_runs_it(tmp_path):

@@ -9,7 +9,7 @@ from ctxrep import kinds
 from ctxrep.config.composition import defaults
 from ctxrep.data import schemas
 from ctxrep.models.word_vectors import WordVectors
-from ctxrep.transfer.feature_models import WordFeatures
+from ctxrep.models.feature_models import WordFeatures
 from ctxrep.transfer.feature_train import build_model, run_feature_transfer
 from ctxrep.transfer.features import FeatureStore, FieldWriter, task_words
 
@@ -374,3 +374,31 @@ def test_each_method_reads_its_model_features_and_the_word_vectors_as_the_paper_
         p = composition.defaults("transfer.bert-finetune", bert=bert)
         assert input_paths("ud_pos", "bert-finetune", p) == [Path(folder)]
     assert config.READS_WORD_VECTORS == set(config.FEATURE_METHODS) - {"elmo-token"}
+
+
+@pytest.mark.parametrize("available, asked, evaluated", [
+    (("train", "validation", "test"), "validation", "validation"),
+    (("train", "validation", "test"), "test", "test"),
+    (("train", "validation"), "test", "validation"),   # eval_split=test on a task without one
+    (("train", "test"), "validation", "test"),         # a task published as train/test
+])
+def test_a_task_is_evaluated_on_the_split_asked_for_else_validation_else_test(available, asked,
+                                                                              evaluated):
+    from ctxrep.transfer.data import evaluated_split
+    assert evaluated_split("t", available, asked) == evaluated
+
+
+def test_a_task_with_no_split_to_evaluate_is_refused_by_name():
+    from ctxrep.data.readers import DataError
+    from ctxrep.transfer.data import evaluated_split
+    with pytest.raises(DataError, match=r"task t: no split to evaluate on: it has \['dev', 'train'\]"):
+        evaluated_split("t", ("train", "dev"), "validation")
+
+
+def test_a_task_not_fetched_yet_is_refused_naming_its_manifest(tmp_path, monkeypatch):
+    from ctxrep.data.readers import DataError
+    from ctxrep.transfer.data import load_splits
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(DataError, match=r"data/raw/tasks/sst2/MANIFEST.json: missing; run "
+                                        r"fetch_tasks@sst2 first"):
+        load_splits("sst2")

@@ -114,3 +114,43 @@ def test_a_cycle_through_a_lazy_or_relative_import_is_found(tmp_path):
     assert cycles(graph) == [["ctxrep.a", "ctxrep.sub.b", "ctxrep.sub.c", "ctxrep.a"]]
     (pkg / "sub" / "c.py").write_text("def f():\n    pass\n")
     assert cycles(import_graph(tmp_path)) == []
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The module graph folded to ``ctxrep``'s first level (``ctxrep.transfer.cell`` →
+    ``ctxrep.transfer``; a top-level module stands for itself)."""
+    def top(module: str) -> str:
+        return ".".join(module.split(".")[:2])
+
+    folded: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        folded.setdefault(top(module), set()).update(
+            t for t in map(top, targets) if t != top(module))
+    return folded
+
+
+def two_way(folded: dict[str, set[str]]) -> list[tuple[str, str]]:
+    return sorted({tuple(sorted((a, b))) for a, targets in folded.items() for b in targets
+                   if a in folded.get(b, ())})
+
+
+def test_no_two_packages_import_each_other():
+    """Issue 49: a layer reads top to bottom. `kinds/` once imported `transfer.feature_models`
+    while `transfer/` imports `kinds`; the task model's network now lives in `models/`."""
+    folded = package_graph(import_graph(SRC))
+    assert not any(t.startswith("ctxrep.transfer") for t in folded["ctxrep.kinds"])
+    assert two_way(folded) == []
+
+
+def test_a_two_way_package_dependency_is_found(tmp_path):
+    pkg = tmp_path / "ctxrep"
+    for sub in ("kinds", "transfer"):
+        (pkg / sub).mkdir(parents=True)
+        (pkg / sub / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "transfer" / "cell.py").write_text("from ctxrep.kinds import tagging\n")
+    (pkg / "kinds" / "tagging.py").write_text("import torch\n")
+    assert two_way(package_graph(import_graph(tmp_path))) == []
+    (pkg / "kinds" / "tagging.py").write_text("def f():\n    from ctxrep.transfer import heads\n")
+    (pkg / "transfer" / "heads.py").write_text("")
+    assert two_way(package_graph(import_graph(tmp_path))) == [("ctxrep.kinds", "ctxrep.transfer")]

@@ -159,7 +159,7 @@ from ctxrep.analysis.baselines import majority
 from ctxrep.kinds import classification
 from ctxrep.kinds.interface import TaskFormat, WordTask
 from ctxrep.kinds.shared import labels_degenerate
-from ctxrep.transfer.feature_models import mlp, pool
+from ctxrep.models.feature_models import mlp, pool
 
 NAME = "binary_classification"
 FIELDS = ("text",)

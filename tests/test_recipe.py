@@ -4,7 +4,11 @@ Four GLUE-style tasks the project has never seen, one of each kind, in their pub
 layouts: CoLA (classification, headerless TSV), MRPC (pair classification, a TSV with a header
 row behind a UTF-8 byte-order mark and CRLF line ends), a chunking task (tagging, in a
 ``word/TAG`` format no reader handles yet, so the test writes one), and STS-B (regression,
-float scores). For each the test does what the README says a user does: put the files under
+float scores), and TREC (question classification, published as train/test only: it keeps its test
+file as ``test``, and its labels are drawn apart from the text, 1 in 24 not the majority, so
+every classifier predicts one class: the claim ``elmo`` − ``static`` on it compares two
+degenerate cells and its row must say so). For each the test does what the README says a user
+does: put the files under
 the mirror, add a registry entry (and the reader), ``ctxrep pin``, ``ctxrep fixture``, add the
 task to ``tasks:`` and ``grid.tasks`` in ``conf/config.yaml``; then it runs the stages the new
 cells need on the tiny profile (fetch, extract, baselines, transfer with one method and one
@@ -33,7 +37,8 @@ from tests.conftest import (REPO, compose, copy_run, dvc, made_once, make_senten
 # outputs and DVC, not MLflow: stages run without MLflow runs (tests/conftest.py)
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("without_mlflow")]
 
-NEW_TASKS = ("cola", "mrpc", "chunk", "stsb")
+NEW_TASKS = ("cola", "mrpc", "chunk", "stsb", "trec")
+DEGENERATE_TASK = "trec"  # also the one published as train/test
 REPO_TESTS = Path(__file__).resolve().parent
 
 # Step 2 of the recipe: each task's module, src/ctxrep/data/tasks/<task>.py, as the README shows.
@@ -100,6 +105,30 @@ SPEC = DatasetSpec(
         p, s, "sentence1", "sentence2", "score", tokenize=True)),
     metrics=("pearson_spearman",), description="STS-B similarity", sha256=SHA256)
 ''',
+    # Published as train/test only (TREC's train_5500.label, TREC_10.label): test stays `test`.
+    "trec": HEAD + '''from ctxrep.data.readers import DataError, read_lines
+from ctxrep.text.segment import word_tokenize
+
+COARSE = ["ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM"]
+
+
+def coarse_fine_labelled(path, stats):
+    """One question a line: ``COARSE:fine question words``."""
+    for n, line in read_lines(path, stats):
+        label, _, text = line.partition(" ")
+        coarse = label.split(":")[0]
+        if coarse not in COARSE:
+            raise DataError(path, f"{label!r}: the coarse label is not one of {COARSE}", n)
+        yield {"text": " ".join(word_tokenize(text)), "label": COARSE.index(coarse)}
+
+
+SPEC = DatasetSpec(
+    name="trec", kind="classification", features=S.classification(COARSE),
+    mirror=("tasks/trec/train_5500.label", "tasks/trec/TREC_10.label"),
+    read_mirror=one_file_per_split({"train": 0, "test": 1}, coarse_fine_labelled),
+    metrics=("accuracy", "macro_f1"), description="TREC question type (evaluated on its test set)",
+    sha256=SHA256)
+''',
 }
 
 
@@ -141,6 +170,9 @@ def publish(mirror, seed: int = 0) -> None:
                        for i, (a, b) in enumerate(zip(sentences, seconds)))
         write(f"tasks/mrpc/msr_paraphrase_{'train' if name == 'train' else 'test'}.txt",
               "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n" + mrpc, bom=True, crlf=True)
+        labels = ["HUM:ind" if i % 24 == 5 else "DESC:manner" for i in range(n)]
+        write(f"tasks/trec/{'train_5500' if name == 'train' else 'TREC_10'}.label", "".join(
+            f"{label} {s}\n" for label, s in zip(labels, sentences)))
 
 
 def add_to_config(repo, names=NEW_TASKS, grids=()) -> None:
@@ -188,7 +220,8 @@ def follow_recipe(root: Path, tiny_mirror: Path, tiny_run) -> None:
     env = recipe_env(root)
     out = ctxrep(repo, [[step, task] for task in NEW_TASKS for step in ("pin", "fixture")],
                  env={**os.environ, **env})                   # steps 3 and 4
-    assert out.count("ctxrep pin: wrote") == out.count("ctxrep fixture: wrote") - 4 == 4
+    n = len(NEW_TASKS)
+    assert out.count("ctxrep pin: wrote") == out.count("ctxrep fixture: wrote") - n == n
     add_to_config(repo)
     (root / "default_grid.json").write_text(json.dumps(compose(repo, "default")["grid"]["tasks"]))
     # The default profile's params are valid with the new tasks (it sets its own `tasks:`):
@@ -196,19 +229,23 @@ def follow_recipe(root: Path, tiny_mirror: Path, tiny_run) -> None:
     check = subprocess.run([sys.executable, "-m", "ctxrep", "check-params", "default"], cwd=repo,
                            env={**os.environ, **env}, capture_output=True, text=True, timeout=300)
     assert check.returncode == 0, check.stderr
-    # Step 6, on the tiny profile; the cost kept down with -S: only the new cells, one
-    # method, one seed, and the pins checked (scratch repos turn the check off).
-    compose(repo, "tiny", [f"grid.tasks=[{','.join(NEW_TASKS)}]", "grid.methods=[static]",
+    # Step 6, on the tiny profile; the cost kept down with -S: only the new cells, `static`
+    # everywhere and `elmo` on the degenerate task (a claim to judge there), two seeds, and the
+    # pins checked (scratch repos turn the check off).
+    compose(repo, "tiny", [f"grid.tasks=[{','.join(NEW_TASKS)}]", "grid.methods=[static,elmo]",
                            "learning_curve.tasks=[]",  # its elmo curve needs extracted features
-                           "transfer.common.seeds=[0]", "data.verify_sha256=true"])
-    # `static` reads only the word vectors (x_k): no biLM features to extract
-    shutil.copytree(tiny_run.repo / "data/models/static", repo / "data/models/static")
+                           "transfer.common.seeds=[0,1]", "data.verify_sha256=true"])
+    # `static` reads the word vectors (x_k), `elmo` the biLM's features beside them
+    for model in ("static", "bilm"):
+        shutil.copytree(tiny_run.repo / f"data/models/{model}", repo / f"data/models/{model}")
     run_stage(repo, "locate_data.py", env=env)
     for task in NEW_TASKS:
         run_stage(repo, "fetch_task.py", task, env=env)
+    run_stage(repo, "extract.py", "bilm", env=env)
     for task in NEW_TASKS:
         run_stage(repo, "baseline.py", task, env=env)
         run_stage(repo, "transfer.py", task, "static", env=env)
+    run_stage(repo, "transfer.py", DEGENERATE_TASK, "elmo", env=env)
     run_stage(repo, "report.py", env=env)
 
 
@@ -246,12 +283,13 @@ def test_conf_edit_puts_the_new_tasks_in_the_default_grid(recipe):
 
 @pytest.mark.parametrize("task, primary, others", [
     ("cola", "matthews_correlation", ["accuracy"]), ("mrpc", "accuracy", ["binary_f1"]),
-    ("chunk", "f1", ["token_accuracy"]), ("stsb", "pearson", ["spearman"])])
+    ("chunk", "f1", ["token_accuracy"]), ("stsb", "pearson", ["spearman"]),
+    ("trec", "accuracy", ["macro_f1"])])
 def test_the_report_shows_each_new_task_with_its_metrics_and_baselines(recipe, task, primary,
                                                                        others):
     table = section(recipe["report"], f"### {task} ({primary})")
     static = next(line for line in table.splitlines() if line.startswith("| static |"))
-    assert re.search(r"\| static \| -?[\d.]+ ± [\d.]+ \| 1 \| \[-?[\d.]+, -?[\d.]+\] \|", static)
+    assert re.search(r"\| static \| -?[\d.]+ ± [\d.]+ \| 2 \| \[-?[\d.]+, -?[\d.]+\] \|", static)
     assert all(f"{name} " in static for name in others), static
     assert "| baseline: majority |" in table or "| baseline: mean |" in table
     assert "| baseline: tfidf-lr |" in table or "| baseline: lookup |" in table \
@@ -274,6 +312,34 @@ def test_the_new_tasks_come_out_tokenized_and_the_static_vectors_know_their_word
             assert all(t == " ".join(word_tokenize(t)) for t in train[field]), field
     record = json.loads((repo / f"metrics/transfer/{task}/static.json").read_text())
     assert record["word_vector_oov_rate"] < 0.05, record["word_vector_oov_rate"]
+
+
+def test_a_task_published_as_train_test_is_evaluated_on_its_test_split(recipe):
+    """Issue 48: no renaming. TREC's test file stays `test`; with `eval_split` at its default
+    (`validation`), a task that has no validation split is evaluated on its test split, and
+    its records and the report say which."""
+    repo = recipe["repo"]
+    for path in (f"metrics/transfer/{DEGENERATE_TASK}/static.json",
+                 f"metrics/baselines/{DEGENERATE_TASK}.json"):
+        assert json.loads((repo / path).read_text())["eval_split"] == "test", path
+    assert json.loads((repo / "metrics/transfer/cola/static.json").read_text())[
+        "eval_split"] == "validation"
+    table = section(recipe["report"], f"### {DEGENERATE_TASK} (accuracy)")
+    assert "Evaluated on the task's `test` split." in table
+    assert "Evaluated on" not in section(recipe["report"], "### cola (matthews_correlation)")
+
+
+def test_a_claim_over_degenerate_cells_says_so_in_its_row(recipe):
+    """Issue 48: every seed of both cells predicts one class, so whatever the CI says the claim
+    compares two trivial predictors; its row in the claims table must say so."""
+    table = section(recipe["report"], f"### {DEGENERATE_TASK} (accuracy)")
+    for method in ("static", "elmo"):
+        row = next(line for line in table.splitlines() if line.startswith(f"| {method} |"))
+        assert "⚠ degenerate" in row, row
+    claims = section(recipe["report"], "## The papers' claims, judged")
+    row = next(line for line in claims.splitlines()
+               if f"| {DEGENERATE_TASK} | elmo − static |" in line)
+    assert "both cells degenerate (every seed): it compares trivial predictors" in row, row
 
 
 def test_the_data_section_shows_the_new_tasks_pinned_and_checked(recipe):

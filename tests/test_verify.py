@@ -255,7 +255,7 @@ def test_a_stage_that_reads_part_of_a_folder_output_checks_that_part(toy, monkey
     data/features/<set>/, a fetch's data/sources/<task>.json) is checked against the folder's
     dvc.lock listing, and only that part: damage elsewhere in the folder is not its concern."""
     from ctxrep.errors import InputError
-    from ctxrep.verify import verify_stage_inputs
+    from ctxrep.lockfile import verify_stage_inputs
 
     with open(toy / "dvc.yaml", "a") as f:
         f.write("  read:\n    cmd: cat outdir/a.txt\n    deps: [outdir/a.txt]\n")

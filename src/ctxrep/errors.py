@@ -24,22 +24,29 @@ class InputError(ValueError):
     """Params, a data file or a folder are not what the pipeline needs."""
 
 
-def no_space_left(exc: BaseException) -> tuple[bool, str | None]:
-    """Whether ``exc`` (or an exception it was raised from or while handling) says the disk is
-    full, and the path being written when one is known: ``(full, path)``."""
+def exception_chain(exc: BaseException):
+    """``exc``, then every exception it was raised from or while handling, breadth first,
+    each once."""
     seen, todo = set(), [exc]
-    full, path = False, None
     while todo:
         e = todo.pop(0)
         if e is None or id(e) in seen:
             continue
         seen.add(id(e))
+        yield e
+        todo += [e.__cause__, e.__context__]
+
+
+def no_space_left(exc: BaseException) -> tuple[bool, str | None]:
+    """Whether ``exc`` (or an exception it was raised from or while handling) says the disk is
+    full, and the path being written when one is known: ``(full, path)``."""
+    full, path = False, None
+    for e in exception_chain(exc):
         if isinstance(e, OSError) and e.errno == errno.ENOSPC:
             full = True
             path = path or _path_of(e)
         elif not isinstance(e, InputError) and _NO_SPACE_MESSAGE.search(str(e)):
             full = True
-        todo += [e.__cause__, e.__context__]
     return full, path
 
 
@@ -59,17 +66,11 @@ def file_too_large(exc: BaseException) -> tuple[bool, str | None]:
     """Whether ``exc`` (or one it was raised from or while handling) is a write past the
     file-size limit, and the path when one is known: EFBIG ("File too large"), or SQLite's
     "disk I/O error" (which is all MLflow's store says) under a finite limit."""
-    seen, todo = set(), [exc]
-    while todo:
-        e = todo.pop(0)
-        if e is None or id(e) in seen:
-            continue
-        seen.add(id(e))
+    for e in exception_chain(exc):
         if isinstance(e, OSError) and e.errno == errno.EFBIG:
             return True, _path_of(e)
         if "File too large" in str(e) or ("disk I/O error" in str(e) and file_size_limit()):
             return True, None
-        todo += [e.__cause__, e.__context__]
     return False, None
 
 

@@ -25,7 +25,7 @@ from ctxrep import compute, config, workspace
 from ctxrep.errors import (NO_SPACE_EXIT, TOO_LARGE_EXIT, InputError, file_too_large, no_space_left,
                            no_space_message, too_large_message)
 from ctxrep.io import write_json
-from ctxrep.verify import verify_stage_inputs
+from ctxrep.lockfile import verify_stage_inputs
 
 log = logging.getLogger("ctxrep")
 # Each stage's cost: data, parameters, FLOPs, a declared DVC output of its stage (not a metric).

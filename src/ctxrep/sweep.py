@@ -97,8 +97,7 @@ def sweep_points(show: list, model: str, better: str, worse: str,
     for name, data in experiments(show):
         if not fnmatch.fnmatchcase(name, names):
             continue
-        # the pretraining budget: in headline.json; in experiments of older code, in the model's
-        # own metrics file
+        # the pretraining budget: in headline.json, else in the model's own metrics file
         pretrain = ((_metric(data, "metrics/headline.json") or {}).get("pretrain", {}).get(model)
                     or _metric(data, f"metrics/pretrain_{model}.json") or {})
         claims = _metric(data, "metrics/claims.json") or {}

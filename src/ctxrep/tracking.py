@@ -140,7 +140,7 @@ def input_hashes(stage: str, cwd: Path | None = None) -> dict:
 
     An upstream output's hash is read from its stage's ``dvc.lock`` entry (final by the time
     this stage starts); any other dep (code, params files) is hashed by DVC itself."""
-    from ctxrep.verify import dvc_stage, lock_outputs
+    from ctxrep.lockfile import dvc_stage, lock_outputs
 
     cwd = cwd or Path.cwd()
     outs = lock_outputs(cwd)

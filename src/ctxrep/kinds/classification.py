@@ -16,7 +16,7 @@ from ctxrep.analysis.baselines import majority, tfidf_lr
 from ctxrep.kinds.interface import Feature, TaskFormat, WordTask, sequence_feature, truncating
 from ctxrep.kinds.shared import label_count, labels_degenerate
 from ctxrep.models.bert import BertOutput
-from ctxrep.transfer.feature_models import FeatureEncoder, mlp, pool
+from ctxrep.models.feature_models import FeatureEncoder, mlp, pool
 
 NAME = "classification"
 FIELDS = ("text",)

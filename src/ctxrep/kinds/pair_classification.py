@@ -15,7 +15,7 @@ from torch import nn
 from ctxrep.kinds import classification
 from ctxrep.kinds.interface import WordTask
 from ctxrep.kinds.shared import pair_features
-from ctxrep.transfer.feature_models import FeatureEncoder, mlp, pool
+from ctxrep.models.feature_models import FeatureEncoder, mlp, pool
 
 NAME = "pair_classification"
 FIELDS = ("text", "text_pair")

@@ -19,7 +19,7 @@ from ctxrep.analysis.baselines import mean_score, tfidf_ridge
 from ctxrep.kinds.interface import Feature, TaskFormat, WordTask, sequence_feature, truncating
 from ctxrep.kinds.shared import pair_features
 from ctxrep.models.bert import BertOutput
-from ctxrep.transfer.feature_models import FeatureEncoder, mlp, pool
+from ctxrep.models.feature_models import FeatureEncoder, mlp, pool
 
 NAME = "regression"
 FIELDS = ("text", "text_pair")

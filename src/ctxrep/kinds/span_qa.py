@@ -22,7 +22,7 @@ from ctxrep.analysis.baselines import overlap_window
 from ctxrep.kinds.interface import Feature, TaskFormat, WordTask
 from ctxrep.kinds.shared import best_span, word_at, words_with_spans
 from ctxrep.models.bert import BertOutput
-from ctxrep.transfer.feature_models import FeatureEncoder, pool
+from ctxrep.models.feature_models import FeatureEncoder, pool
 
 NAME = "span_qa"
 FIELDS = ("question", "context")

@@ -23,7 +23,7 @@ from ctxrep.kinds.interface import Feature, TaskFormat, WordTask, sequence_featu
 from ctxrep.kinds.shared import (ProbeData, check_aligned, example_order, label_count,
                                  labels_degenerate)
 from ctxrep.models.bert import IGNORE_INDEX, BertOutput  # IGNORE_INDEX: the target at padding
-from ctxrep.transfer.feature_models import FeatureEncoder
+from ctxrep.models.feature_models import FeatureEncoder
 
 log = logging.getLogger(__name__)
 

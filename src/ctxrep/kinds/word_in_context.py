@@ -22,7 +22,7 @@ from ctxrep.kinds.interface import Feature, TaskFormat, WordTask, sequence_featu
 from ctxrep.kinds.shared import (ProbeData, check_aligned, example_order, pair_features,
                                  pair_vector, target_word)
 from ctxrep.models.bert import BertOutput
-from ctxrep.transfer.feature_models import FeatureEncoder, mlp
+from ctxrep.models.feature_models import FeatureEncoder, mlp
 
 NAME = "word_in_context"
 FIELDS = ("sentence1", "sentence2")

@@ -196,9 +196,20 @@ def baselines_section(inputs: ReportInputs, evidence: Evidence) -> str:
                          str(cell.n_seeds), format_ci(intervals.get(method), INTERVAL_SCALE),
                          _others(cell.others, cell.primary, scale), flag])
         parts += ["", f"### {task} ({metric[1] if metric else MISSING})", "",
+                  *split_note(cells, record),
                   markdown_table(["method", "score", "seeds", "95 % CI", "other metrics", ""],
                                  rows)]
     return "\n".join(parts + published_footnote(marked))
+
+
+def split_note(cells: dict, baselines: dict) -> list[str]:
+    """A line naming the evaluated split where it is not ``validation`` (a task published as
+    train/test, or a run with ``transfer.common.eval_split=test``)."""
+    splits = {c.eval_split for c in cells.values()} | (
+        {baselines["eval_split"]} if "eval_split" in baselines else set())
+    if splits <= {"validation"}:
+        return []
+    return [f"Evaluated on the task's `{'`, `'.join(sorted(splits))}` split.", ""]
 
 
 FOREST = "claims_forest.png"

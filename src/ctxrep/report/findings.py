@@ -1,9 +1,8 @@
-"""What reproduced at this scale and what did not, decided from the numbers.
+"""The report's sentences about pretraining and probing, decided from the numbers.
 
-Each check states one published claim as a comparison (``better`` should score above ``worse``)
-and turns our numbers into a sentence. Nothing here knows the outcome in advance: a claim is
-*reproduced* exactly when our mean for ``better`` is above our mean for ``worse``; when the gap
-is no larger than the seeds' standard deviation the sentence says so.
+Transfer claims are judged in one place, :mod:`ctxrep.analysis.claims`, from their bootstrap
+CIs; this module turns the pretraining ledger and the biLM's layer probe into sentences, each
+compared against its reference as the report prints it (:func:`relation`).
 """
 
 from __future__ import annotations
@@ -11,74 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ctxrep.analysis.claims import FIRST_LAYER, LAYER_CLAIMS
-from ctxrep.report.tables import percent_scale
-from ctxrep.transfer.record import CellRecord
-
-
-@dataclass(frozen=True)
-class Claim:
-    better: str
-    worse: str
-    statement: str                       # the paper's claim, with its source
-    tasks: tuple[str, ...] | None = None  # None: the claim is made for every task
-
-
-CLAIMS = (
-    Claim("elmo", "static", "ELMo (Peters et al. 2018, Table 1): adding ELMo improves over the "
-                            "context-free baseline on every task"),
-    Claim("elmo", "elmo-last", "ELMo Table 2: a learned mix of all biLM layers beats the top "
-                               "layer alone"),
-    Claim("elmo", "elmo-avg", "ELMo Table 2: learned layer weights (λ=0.001) beat near-equal "
-                              "weights (λ=1)"),
-    Claim("elmo-io", "elmo", "ELMo Table 3: on SQuAD, ELMo at the task encoder's input and output "
-                             "beats input only", tasks=("squad",)),
-    Claim("bert-finetune", "bert-scratch", "BERT (Devlin et al. 2019): pretraining is what makes "
-                                           "the fine-tuned model strong; the same architecture "
-                                           "trained from scratch does worse"),
-    Claim("bert-finetune", "elmo", "BERT: a fine-tuned BERT outperforms feature-based ELMo"),
-)
 
 
 @dataclass(frozen=True)
 class Finding:
     reproduced: bool
     sentence: str
-
-
-def describe(cell: CellRecord) -> str:
-    """``61.25 ± 1.20 over 3 seeds`` (percent)."""
-    scale = percent_scale(cell.metric)
-    spread = f" ± {cell.std * scale:.2f}" if cell.n_seeds > 1 else ""
-    return f"{cell.mean * scale:.2f}{spread} over {cell.n_seeds} seed{'s' * (cell.n_seeds > 1)}"
-
-
-def compare(claim: Claim, task: str, better: CellRecord, worse: CellRecord) -> Finding:
-    """``better`` should score above ``worse``: did it?"""
-    scale = percent_scale(better.metric)
-    gap = abs(better.mean - worse.mean) * scale
-    noise = max(better.std, worse.std) * scale
-    if better.mean > worse.mean:
-        verb = "beats"
-    else:
-        verb = "ties with" if better.mean == worse.mean else "does not beat"
-    sentence = f"On {task}, {claim.better} ({describe(better)}) {verb} {claim.worse} " \
-               f"({describe(worse)})"
-    if 0 < gap <= noise:
-        sentence += f"; the gap ({gap:.2f}) is within one seed standard deviation ({noise:.2f})"
-    return Finding(better.mean > worse.mean, f"{sentence}. Claim: {claim.statement}.")
-
-
-def transfer_findings(tasks: list[str], transfer: dict[str, dict[str, CellRecord]],
-                      claims=CLAIMS) -> list[Finding]:
-    """One finding per claim and task where both cells exist."""
-    findings = []
-    for claim in claims:
-        for task in tasks:
-            cells = transfer.get(task, {})
-            if (claim.tasks is None or task in claim.tasks) and \
-                    claim.better in cells and claim.worse in cells:
-                findings.append(compare(claim, task, cells[claim.better], cells[claim.worse]))
-    return findings
 
 
 def relation(value: float, reference: float, fmt: str = ".1f") -> str:

@@ -198,7 +198,7 @@ def train(objective: Objective, cfg: LoopConfig, ckpt_dir: Path, run=None,
         result.steps, result.train_tokens = int(state["step"]), int(state["train_tokens"])
         result.curve = [list(map(float, row)) for row in state["curve"].tolist()]
         result.evals = json.loads(bytes(state["evals"].tolist()).decode())
-        if "eval_seconds" in state:  # absent from checkpoints of older code
+        if "eval_seconds" in state:  # optional: a checkpoint may hold no eval timings
             result.eval_seconds = [list(map(float, row)) for row in state["eval_seconds"].tolist()]
         result.train_seconds = float(state["train_seconds"])
         result.resumed_from = result.steps

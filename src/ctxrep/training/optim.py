@@ -11,8 +11,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-# AdamW's (beta1, beta2): torch's defaults, BERT's values. No params key sets them (every run of
-# the project so far used these), so they are the rule's, not a run's.
+# AdamW's (beta1, beta2): torch's defaults, BERT's values. A rule of the training loop, not a
+# param: no profile varies them.
 ADAMW_BETAS = (0.9, 0.999)
 
 

@@ -32,7 +32,7 @@ def run_baselines(task: str, common: config.TransferCommon) -> dict:
         write_predictions(predictions_dir(task, "baselines"),
                           {"unavailable.json": {"reason": str(e)}})
         return {**record, "unavailable": str(e)}
-    eval_split = next(s for s in splits if s != "train")
+    eval_split = record["eval_split"] = next(s for s in splits if s != "train")
     train_idx, _ = train_dev_indices(len(splits["train"]), common.dev_fraction)
     train_set, eval_set = splits["train"].select(train_idx), splits[eval_split]
     task_kind = kinds.get(task_spec.kind)

@@ -97,7 +97,7 @@ def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None,
     except TaskUnavailable as e:
         return Cell(CellRecord(**header, unavailable=str(e)),
                     predictions={"unavailable.json": {"reason": str(e)}})
-    eval_split = next(s for s in splits if s != "train")
+    eval_split = header["eval_split"] = next(s for s in splits if s != "train")
     inputs = [task_dir(task) / "MANIFEST.json", *input_paths(task, method, p)]
     ckpt_root = CHECKPOINTS / task / method / run_key(
         config.as_dict(common), config.as_dict(p), train_fraction, sha256_tree(*inputs))

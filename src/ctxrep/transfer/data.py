@@ -42,17 +42,34 @@ def load_splits(task: str):
 
     manifest_path = task_dir(task) / "MANIFEST.json"
     if not manifest_path.exists():
-        raise DataError(f"{manifest_path}: missing; run fetch_tasks@{task} first")
+        raise DataError(manifest_path, f"missing; run fetch_tasks@{task} first")
     manifest = verify(task_dir(task))
     if not manifest.get("available"):
         raise TaskUnavailable(manifest.get("reason", f"task {task} is unavailable"))
     return datasets.load_from_disk(str(task_dir(task) / "dataset"))
 
 
+# The split a task is evaluated on, in order of preference after transfer.common.eval_split:
+# a task published as train/test keeps its test file as `test` and is evaluated on it.
+EVAL_SPLIT_FALLBACK = ("validation", "test")
+
+
+def evaluated_split(task: str, available, asked: str) -> str:
+    """``asked`` (``transfer.common.eval_split``) where ``task`` has it, else its ``validation``
+    split, else its ``test`` split."""
+    for name in (asked, *EVAL_SPLIT_FALLBACK):
+        if name in available:
+            return name
+    raise DataError(task_dir(task) / "dataset",
+                    f"task {task}: no split to evaluate on: it has {sorted(available)}, and "
+                    f"transfer.common.eval_split={asked!r}; name one of its files "
+                    f"{' or '.join(EVAL_SPLIT_FALLBACK)} in its read_mirror")
+
+
 def load_task(task: str, common) -> dict:
-    """{"train": Dataset, <eval_split>: Dataset}, subsampled by ``transfer.common``."""
+    """{"train": Dataset, <evaluated split>: Dataset}, subsampled by ``transfer.common``."""
     dd = load_splits(task)
-    eval_split = common.eval_split if common.eval_split in dd else "validation"
+    eval_split = evaluated_split(task, dd, common.eval_split)
     return {"train": subsample(dd["train"], common.max_train_examples),
             eval_split: subsample(dd[eval_split], common.max_eval_examples)}
 

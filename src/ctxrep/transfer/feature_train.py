@@ -2,7 +2,7 @@
 
 Its inputs are frozen: the layers of a model's features (:class:`FeatureStore`, per the method)
 and the static word vectors x_k (:class:`WordVectors`, looked up here per word), batched into
-one :class:`~ctxrep.transfer.feature_models.WordFeatures` per text field. What a task kind
+one :class:`~ctxrep.models.feature_models.WordFeatures` per text field. What a task kind
 does with them (targets, head, loss, predictions) is its ``word_task()`` (:mod:`ctxrep.kinds`).
 
 The model trains on the training examples minus a dev split (``train_dev_indices``), is scored
@@ -24,7 +24,7 @@ from ctxrep import kinds, seeds
 from ctxrep.models.word_vectors import WordVectors
 from ctxrep.training.checkpoints import Checkpoints
 from ctxrep.training.loop import LoopConfig, train
-from ctxrep.transfer import feature_models as M
+from ctxrep.models import feature_models as M
 from ctxrep.transfer.data import training_batches
 from ctxrep.transfer.features import FeatureStore, task_words
 from ctxrep.transfer.record import SeedResult

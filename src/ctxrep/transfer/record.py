@@ -103,7 +103,7 @@ class CellRecord:
     metric: str                   # the primary metric module, e.g. "squad"
     metrics: list[str]            # every metric module of the task, primary first
     primary: str                  # the key of the headline number, e.g. "f1"
-    eval_split: str               # the split asked for (the task's may be named otherwise)
+    eval_split: str               # the split evaluated (asked for, where the cell did not run)
     seeds: list[int]
     train_fraction: float | None = None   # a learning-curve point; None: all training examples
     bert: str | None = None               # fine-tuning: the stage whose BERT it started from
