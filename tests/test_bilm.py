@@ -15,12 +15,12 @@ from ctxrep.models.bilm import (
     content_width,
     distinct_rows,
     flops_per_token,
-    log_uniform_probability,
     reverse_padded,
-    sample_log_uniform_unique,
-    sampled_softmax_nll,
 )
+from ctxrep.models import sampled_softmax as softmax_module
 from ctxrep.models.elmo import Elmo
+from ctxrep.models.sampled_softmax import (log_uniform_probability, sample_log_uniform_unique,
+                                           sampled_softmax_nll)
 from ctxrep.text.elmo_chars import batch_to_char_ids, char_ids_mask
 
 CLIPPING = [None, 3.0]  # None: fused nn.LSTM path; 3.0: the explicit clipped cell
@@ -315,7 +315,7 @@ def one_thread():
 def test_sampled_softmax_formula(monkeypatch):
     torch.manual_seed(0)
     V, candidates, num_tries = 6, [0, 1, 2], 5
-    monkeypatch.setattr(bilm_module, "sample_log_uniform_unique",
+    monkeypatch.setattr(softmax_module, "sample_log_uniform_unique",
                         lambda n, vocab_size, device: (torch.tensor(candidates), torch.tensor(num_tries)))
     output = torch.nn.Linear(4, V)
     hidden, targets = torch.randn(3, 4), torch.tensor([0, 2, 5])
@@ -339,14 +339,14 @@ def test_sampled_softmax_gradients_match_the_same_formula_in_autograd_ops(monkey
     generator = torch.Generator().manual_seed(0)
     V, S, N, P = 40, 12, 30, 8
     candidates = torch.randperm(V, generator=generator)[:S]
-    monkeypatch.setattr(bilm_module, "sample_log_uniform_unique",
+    monkeypatch.setattr(softmax_module, "sample_log_uniform_unique",
                         lambda n, vocab_size, device: (candidates, torch.tensor(25)))
     output = torch.nn.Linear(P, V).double()
     hidden = torch.randn(N, P, generator=generator, dtype=torch.float64, requires_grad=True)
     targets = torch.cat([candidates[:5], torch.randint(0, V, (N - 5,), generator=generator)])  # 5+ hits
 
     def by_autograd_ops():
-        p = bilm_module.log_uniform_probability(torch.arange(V), V)
+        p = softmax_module.log_uniform_probability(torch.arange(V), V)
         logits = hidden @ output.weight.T + output.bias - torch.log(-torch.expm1(25 * torch.log1p(-p)))
         true = logits.gather(1, targets.unsqueeze(1)).squeeze(1)
         negatives = logits[:, candidates].masked_fill(candidates == targets.unsqueeze(1), float("-inf"))
