@@ -199,7 +199,8 @@ def test_provenance_names_the_url_dvc_imported_a_file_from(tmp_path):
 
 
 def test_the_report_says_which_weights_were_used_and_where_from(tmp_path):
-    from ctxrep.report.build import model_lines, weights_section
+    from ctxrep.report.build import weights_section
+    from ctxrep.report.provenance import model_lines
     from ctxrep.report.inputs import ReportInputError, load_inputs
 
     weights = tmp_path / "reports/weights"
@@ -371,7 +372,8 @@ def test_import_bert_accepts_the_wheel_itself(hf_bert, tmp_path, capsys):
 
 def test_the_report_names_the_package_and_what_the_checkpoint_is(tmp_path):
     from ctxrep.published import MINILM, publish_import
-    from ctxrep.report.build import model_lines, weights_section
+    from ctxrep.report.build import weights_section
+    from ctxrep.report.provenance import model_lines
     from ctxrep.report.inputs import load_inputs
 
     class Ctx:

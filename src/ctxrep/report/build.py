@@ -17,7 +17,9 @@ from ctxrep.io import atomic_dir, atomic_file, write_json
 from ctxrep.report import evidence as ev
 from ctxrep.report import findings, plots
 from ctxrep.report import learning_curves as lc
+from ctxrep.report.formatting import figure_link, fmt_int, fmt_int_range, fmt_seconds, missing_file
 from ctxrep.report.inputs import ComputeEntry, ReportInputs, ledger_stages
+from ctxrep.report.provenance import data_section, imported_record
 from ctxrep.report.papers import BERT_PRETRAINING, ELMO_PRETRAINING
 from ctxrep.report.summary import claim_metrics, headline, summarise
 from ctxrep.transfer.record import CellRecord
@@ -41,241 +43,20 @@ class Report:
 
 
 # --------------------------------------------------------------------------------------------
-# small formatting helpers
-
-
-def _int(value) -> str:
-    return MISSING if value is None else f"{int(value):,}"
-
-
-def _float(value, fmt: str = ".1f") -> str:
-    return MISSING if value is None else format(value, fmt)
-
-
-def _pct(metrics: dict, key: str) -> str:
-    """A fraction in ``metrics`` shown in percent."""
-    value = metrics.get(key)
-    return MISSING if value is None else f"{100 * value:.1f}"
-
-
-def _int_range(values: list[int]) -> str:
-    """"1,000" or "1,000–2,000" (smallest to largest); "—" for none."""
-    if not values:
-        return MISSING
-    low, high = min(values), max(values)
-    return f"{low:,}" if low == high else f"{low:,}–{high:,}"
-
-
-def _seconds(value) -> str:
-    return MISSING if value is None else f"{value:,.1f} s"
-
-
-def _missing_file(path: str) -> str:
-    return f"_Not available: `{path}` is missing (its stage has not run)._"
-
-
-def _figure_link(name: str, caption: str) -> str:
-    return f"![{caption}](figures/{name})"
-
-
-# --------------------------------------------------------------------------------------------
 # sections
-
-
-def data_section(inputs: ReportInputs) -> str:
-    lines = ["## Data and models", ""]
-    corpus = inputs.corpus_manifest
-    if corpus is None:
-        lines.append(_missing_file("data/raw/corpus/MANIFEST.json"))
-    else:
-        if corpus.get("fallback"):
-            lines += [f"> **FALLBACK CORPUS:** {corpus['fallback']}", ""]
-        docs = sum((corpus.get("rows") or {}).values())
-        lines.append(f"- Corpus: **{corpus.get('dataset', MISSING)}** from source "
-                     f"`{corpus.get('source', MISSING)}`, {docs:,} documents.")
-    tok = inputs.tokenize
-    if tok is None:
-        lines.append("- " + _missing_file("metrics/tokenize.json"))
-    else:
-        lines.append(f"- Tokenized training text: {_int(tok.get('train_docs'))} documents, "
-                     f"{_int(tok.get('train_sentences'))} sentences, "
-                     f"{_int(tok.get('train_words'))} words = "
-                     f"{_int(tok.get('train_wordpieces'))} WordPieces (vocabulary "
-                     f"{_int(tok.get('wordpiece_vocab_size'))}); held-out "
-                     f"{_int(tok.get('validation_words'))} words; biLM word OOV rate "
-                     f"{_pct(tok, 'train_oov_rate')}%.")
-    lines += ["", task_table(inputs), "", *model_lines(inputs)]
-    return "\n".join(lines)
-
-
-def pin_cell(manifest: dict) -> str:
-    """Whether the task's mirror files were checked against sha256 pins in the registry."""
-    pins = manifest.get("sha256_pins")
-    if not pins:
-        return MISSING  # not read from the mirror (Hub, package), or fetched before pins were recorded
-    pinned, total = len(pins["pinned"]), len(pins["pinned"]) + len(pins["unpinned"])
-    if pinned == 0:
-        return "**unpinned**"
-    state = "pinned" if pinned == total else f"{pinned} of {total} files pinned"
-    return state + (", checked" if pins["checked"] else ", not checked (data.verify_sha256 off)")
-
-
-def task_table(inputs: ReportInputs) -> str:
-    """Every fetched task (not only the grid's): where it came from, whether its files are
-    pinned to the published sha256, or why it is missing."""
-    rows, unavailable, skips = [], [], []
-    for task in inputs.task_manifests:
-        manifest = inputs.task_manifests.get(task)
-        if manifest is None:
-            rows.append([task, "not fetched", MISSING, MISSING, MISSING])
-        elif not manifest.get("available", False):
-            rows.append([task, "**unavailable**", MISSING, MISSING, MISSING])
-            reason = manifest.get("reason", "no reason given")
-            unavailable.append(f"- `{task}` is unavailable: {reason}")
-        else:
-            sizes = ", ".join(f"{split} {n:,}" for split, n in (manifest.get("rows") or {}).items())
-            status = "available" + (" (fallback)" if manifest.get("fallback") else "")
-            rows.append([task, status, manifest.get("source", MISSING), sizes, pin_cell(manifest)])
-            if (line := skipped_rows_line(task, manifest)) is not None:
-                skips.append(line)
-    table = markdown_table(["task", "status", "source", "examples", "sha256"], rows)
-    notes = []
-    if any("unpinned" in row[4] or " of " in row[4] for row in rows):
-        notes.append("An unpinned task's mirror files were used as found: `ctxrep pin <task>` "
-                     "pins the published files' sha256 in the registry, and fetch then checks them.")
-    return "\n".join([table, "", *unavailable, *skips, *notes]).rstrip()
-
-
-def skipped_rows_line(task: str, manifest: dict) -> str | None:
-    """The line "N malformed rows skipped (file:line …)" for a task whose reader skipped any
-    (``DatasetSpec.skip_malformed``), else None."""
-    skipped = manifest.get("skipped_rows") or {}
-    count = skipped.get("count", 0)
-    if not count:
-        return None
-    where = ", ".join(f"{r.get('file', MISSING)}:{r.get('line', MISSING)}"
-                      for r in skipped.get("rows", []))
-    more = count - len(skipped.get("rows", []))
-    where += f" and {more} more" if more > 0 else ""
-    return (f"- `{task}`: {count} malformed row{'s' if count != 1 else ''} skipped ({where}; "
-            f"`skip_malformed={skipped.get('limit', MISSING)}` in the registry)")
-
-
-def _out_of_domain(intrinsic: dict | None, bilm: dict | None) -> str:
-    """The models on the out-of-domain text (stage intrinsic), with the command that
-    reproduces each number."""
-    if intrinsic is None:
-        return "- out-of-domain text: " + _missing_file("metrics/intrinsic.json")
-    text = intrinsic["text"]
-    if "unavailable" in text:
-        return f"- out-of-domain text: not scored ({text['unavailable']})."
-    head = (f"- out-of-domain text: the first {text['lines']} sentences of `{text['task']}` "
-            f"({text['split']}), `{text['path']}`")
-    parts = []
-    lm = intrinsic.get("bilm", {})
-    if "unavailable" in lm:
-        parts.append(f"biLM not scored ({lm['unavailable']})")
-    else:
-        unigram = (f"unigram model {_float(lm['unigram_ppl'])}" if lm.get("unigram_ppl")
-                   is not None else "no unigram reference")
-        in_domain = (f"; held-out in domain {_float(bilm.get('val_ppl'))}"
-                     if bilm and bilm.get("val_ppl") is not None else "")
-        parts.append(f"biLM perplexity {_float(lm['perplexity_mean'])} (forward "
-                     f"{_float(lm['perplexity_forward'])}, backward "
-                     f"{_float(lm['perplexity_backward'])}; {unigram}{in_domain}), "
-                     f"{100 * lm['oov_rate']:.1f}% of its {lm['tokens']} words outside the "
-                     f"vocabulary (`ctxrep perplexity data/models/bilm {text['path']}`)")
-    mlm = intrinsic.get("bert", {})
-    if "unavailable" in mlm:
-        parts.append(f"BERT not scored ({mlm['unavailable']})")
-    else:
-        parts.append(f"BERT pseudo-perplexity {_float(mlm['pseudo_perplexity'])}, masked-token "
-                     f"accuracy {100 * mlm['mlm_accuracy']:.1f}% on {mlm['tokens']} WordPiece "
-                     f"positions, {100 * mlm['oov_rate']:.1f}% `[UNK]` (`ctxrep perplexity "
-                     f"data/models/bert {text['path']} --max-tokens {mlm['tokens']}`)")
-    return head + ": " + "; ".join(parts) + "."
-
-
-def _imported(inputs: ReportInputs, model: str) -> dict | None:
-    """The provenance of ``model`` when its weights were imported, else None."""
-    record = inputs.weights.get(model)
-    return record if record and record["source"] == "import" else None
-
-
-def model_lines(inputs: ReportInputs) -> list[str]:
-    lines = []
-    bilm, bert = inputs.pretrain.get("bilm"), inputs.pretrain.get("bert")
-    if (record := _imported(inputs, "bilm")) is not None:
-        lines.append(f"- biLM: the published weights imported from `{record['path']}`, "
-                     f"{_int((bilm or {}).get('params'))} parameters; not trained or evaluated "
-                     f"as a language model here (the published files hold no softmax).")
-    elif bilm is None:
-        lines.append("- biLM: " + _missing_file("metrics/pretrain_bilm.json"))
-    else:
-        lines.append(f"- biLM: {_int(bilm.get('params'))} parameters "
-                     f"({_int(bilm.get('params_without_softmax'))} without the softmax), "
-                     f"held-out perplexity forward {_float(bilm.get('val_ppl_forward'))}, "
-                     f"backward {_float(bilm.get('val_ppl_backward'))}, mean "
-                     f"{_float(bilm.get('val_ppl'))} (unigram model "
-                     f"{_float(bilm.get('unigram_ppl'))}; published biLM "
-                     f"{ELMO_PRETRAINING['mean_perplexity']}).")
-    if (record := _imported(inputs, "bert")) is not None:
-        lines.append(f"- BERT: {_published_bert(record, bert)}")
-    elif bert is None:
-        lines.append("- BERT: " + _missing_file("metrics/pretrain_bert.json"))
-    else:
-        lines.append(f"- BERT: {_int(bert.get('params'))} parameters, held-out MLM loss "
-                     f"{_float(bert.get('val_mlm_loss'), '.3f')}, MLM accuracy "
-                     f"{_pct(bert, 'val_mlm_acc')}% (most-frequent token "
-                     f"{_pct(bert, 'val_mlm_acc_most_frequent')}%), at [MASK] positions "
-                     f"{_pct(bert, 'val_mlm_acc_at_mask')}% (most-frequent token "
-                     f"{_pct(bert, 'val_mlm_acc_at_mask_most_frequent')}%), NSP accuracy "
-                     f"{_pct(bert, 'val_nsp_acc')}%.")
-    if (record := _imported(inputs, "bert-published")) is not None:
-        users = sorted(f"`{c.method}` on {task}" for task, cells in inputs.transfer.items()
-                       for c in cells.values() if c.bert == "import_bert")
-        used = (f"these fine-tuning cells start from it: {', '.join(users)}"
-                if users else "no cell of this grid uses it")
-        lines.append(f"- published BERT (`import_bert`, beside the BERT above): "
-                     f"{_published_bert(record, inputs.pretrain.get('bert-published'))} "
-                     f"In this run {used}.")
-    lines.append(_out_of_domain(inputs.intrinsic, bilm))
-    static = inputs.pretrain.get("static")
-    if static is None:
-        lines.append("- static word vectors: " + _missing_file("metrics/pretrain_static.json"))
-    else:
-        lines.append(f"- static word vectors (word2vec, the x_k of the feature-based methods): "
-                     f"{_int(static.get('vocab_size'))} words × {_int(static.get('dim'))} "
-                     f"dimensions from {_int(static.get('train_words'))} training words; "
-                     f"{_pct(static, 'heldout_oov_rate')}% of held-out words have no vector "
-                     f"(x_k = 0).")
-    return lines
-
-
-def _published_bert(record: dict, metrics: dict | None) -> str:
-    """One sentence on an imported BERT: where from, what it is, what cannot be evaluated."""
-    metrics = metrics or {}
-    package = record.get("package")
-    where = (f"`{package['distribution']}=={package['version']}` from the package index "
-             f"(`{record['path']}`): {package['what']}" if package
-             else f"the published checkpoint imported from `{record['path']}`")
-    heads = ("; it has no MLM head, so its masked-LM evaluation is skipped"
-             if metrics.get("mlm_head") is False else "")
-    return (f"{where}. Its own WordPiece vocabulary ({_int(metrics.get('vocab_size'))} entries), "
-            f"{_int(metrics.get('params'))} parameters; not pretrained here{heads}.")
 
 
 def scale_section(inputs: ReportInputs) -> str:
     """The published models' scale beside ours, one line each."""
     bilm, bert = inputs.pretrain.get("bilm") or {}, inputs.pretrain.get("bert") or {}
     untrained = "ours has not been trained"
-    ours_bilm = (f"ours saw {_int(bilm.get('train_tokens'))} tokens with "
-                 f"{_int(bilm.get('params'))} parameters" if bilm else untrained)
-    ours_bert = (f"ours is a {_int(bert.get('params'))}-parameter model that saw "
-                 f"{_int(bert.get('train_tokens'))} tokens" if bert else untrained)
-    if (record := _imported(inputs, "bilm")) is not None:
+    ours_bilm = (f"ours saw {fmt_int(bilm.get('train_tokens'))} tokens with "
+                 f"{fmt_int(bilm.get('params'))} parameters" if bilm else untrained)
+    ours_bert = (f"ours is a {fmt_int(bert.get('params'))}-parameter model that saw "
+                 f"{fmt_int(bert.get('train_tokens'))} tokens" if bert else untrained)
+    if (record := imported_record(inputs, "bilm")) is not None:
         ours_bilm = f"this run uses published weights (`{record['path']}`)"
-    if (record := _imported(inputs, "bert")) is not None:
+    if (record := imported_record(inputs, "bert")) is not None:
         ours_bert = f"this run uses a published checkpoint (`{record['path']}`)"
     sizes = " / ".join(f"{name} {size}" for name, size in BERT_PRETRAINING["sizes"].items())
     return "\n".join([
@@ -302,7 +83,7 @@ def weights_section(inputs: ReportInputs) -> str:
         if record is None and model == "bert-published":
             continue  # a run from before the stage existed
         if record is None:
-            lines.append(f"- {label}: " + _missing_file(f"reports/weights/{model}.json"))
+            lines.append(f"- {label}: " + missing_file(f"reports/weights/{model}.json"))
         elif record["source"] == "train":
             lines.append(f"- {label}: trained by this pipeline on `{record['path']}`.")
         else:
@@ -313,7 +94,7 @@ def weights_section(inputs: ReportInputs) -> str:
                              f"files from `{package['folder']}`; {package['licence']}")
             for f in record["files"]:
                 origin = f" from <{f['origin']}>" if f.get("origin") else " (a local file)"
-                lines.append(f"  - `{f['name']}`{origin}, {_int(f['bytes'])} bytes, "
+                lines.append(f"  - `{f['name']}`{origin}, {fmt_int(f['bytes'])} bytes, "
                              f"sha256 `{f['sha256']}`")
     return "\n".join(lines)
 
@@ -334,7 +115,7 @@ def ledger_section(inputs: ReportInputs, wall_s: dict[str, float] | None = None)
 
     def seconds(stages: list[str]) -> str:
         known = [wall_s[s] for s in stages if s in wall_s]
-        return _seconds(sum(known)) if len(known) == len(stages) else MISSING
+        return fmt_seconds(sum(known)) if len(known) == len(stages) else MISSING
 
     rows = []
     for label, named in groups.items():
@@ -343,7 +124,7 @@ def ledger_section(inputs: ReportInputs, wall_s: dict[str, float] | None = None)
         flops = [e.flops for e in entries if e.flops is not None]
         rows.append([label if len(entries) == 1 else f"{label} ({len(entries)} tasks)",
                      f"{sum(e.amount for e in entries):,} {units}",
-                     _int_range([e.params for e in entries if e.params is not None]),
+                     fmt_int_range([e.params for e in entries if e.params is not None]),
                      f"{sum(flops):.2e}" if flops else MISSING]
                     + ([seconds([n for n, _ in named])] if wall_s is not None else []))
     every = [e for named in groups.values() for _, e in named]
@@ -411,7 +192,7 @@ def curves_section(inputs: ReportInputs, figures: dict) -> str:
         "for the feature-based methods, every `eval_every` steps for fine-tuning. The dev split "
         "is carved from the training examples; the evaluation split is never seen before the "
         "kept weights, and a fine-tuning cell's learning rate, are chosen on it.", "",
-        _figure_link("transfer_curves.png", "transfer curves"), "",
+        figure_link("transfer_curves.png", "transfer curves"), "",
         markdown_table(["task", "method", "epoch of the kept weights per seed",
                         "epochs trained per seed", "fine-tuning rate (dev score of each rate tried)"],
                        rows)])
@@ -439,7 +220,7 @@ def _learning_rate(cell) -> str:
 def probe_section(inputs: ReportInputs, figures: dict) -> str:
     parts = ["## Probing: what each layer encodes", ""]
     if not any(inputs.probes.values()):
-        return "\n".join(parts + [_missing_file("metrics/probe/<model>.json")])
+        return "\n".join(parts + [missing_file("metrics/probe/<model>.json")])
     parts += ["A linear probe trained on each layer alone (validation score, layer 0 = the "
               "context-free token layer); a probe that did not run says why, in the words of "
               "its stage.", ""]
@@ -456,7 +237,7 @@ def probe_section(inputs: ReportInputs, figures: dict) -> str:
             notes.append("gray lines: the task's trivial baselines (\"Every method beside its "
                          "baselines\"), fitted on the task's training examples")
         caption = f"In the figure, {'; '.join(notes)}." if notes else ""
-        parts += [_figure_link("probe_layers.png", "probe scores"),
+        parts += [figure_link("probe_layers.png", "probe scores"),
                   *(["", caption] if caption else []), ""]
     rows = []
     for model, probe in inputs.probes.items():
@@ -476,7 +257,7 @@ def mix_section(inputs: ReportInputs, figures: dict) -> str:
         if fig is not None:
             name = f"mix_weights_{task}.png"
             figures[name] = fig
-            parts += ["", _figure_link(name, f"{task} scalar-mix weights")]
+            parts += ["", figure_link(name, f"{task} scalar-mix weights")]
             shown = True
     if not shown:
         parts += ["", "_No learned mix weights yet (no elmo / elmo-io / bert-feature cells)._"]
@@ -492,7 +273,7 @@ def loss_section(inputs: ReportInputs, figures: dict) -> str:
                     else "train loss (MLM)"}
     fig = plots.loss_curves(inputs.curves, inputs.heldout, references, train_labels)
     if fig is None:
-        return "## Pretraining loss\n\n" + _missing_file(
+        return "## Pretraining loss\n\n" + missing_file(
             "dvclive/pretrain_<model>/plots/metrics/train/loss.tsv")
     figures["pretraining_loss.png"] = fig
     return "\n".join([
@@ -505,7 +286,7 @@ def loss_section(inputs: ReportInputs, figures: dict) -> str:
         "which with a sampled softmax is below the exact perplexity that the held-out points "
         "and the unigram model's line (dashed) measure. BERT: the training loss adds the NSP "
         "loss to the masked-LM loss; the held-out points are the masked-LM loss alone.", "",
-        _figure_link("pretraining_loss.png", "pretraining loss")])
+        figure_link("pretraining_loss.png", "pretraining loss")])
 
 
 def demote_headings(markdown: str, top: int = 3) -> str:
@@ -532,7 +313,7 @@ def neighbors_section(inputs: ReportInputs) -> str:
     top-level heading) becomes the section's, its other headings are demoted below it."""
     title = "## Contextual neighbours"
     if inputs.neighbors is None:
-        return f"{title}\n\n" + _missing_file("reports/neighbors.md")
+        return f"{title}\n\n" + missing_file("reports/neighbors.md")
     text = inputs.neighbors.strip()
     first, _, rest = text.partition("\n")
     if (m := re.match(r"#\s+(.+)", first)):

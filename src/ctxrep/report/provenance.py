@@ -1,0 +1,192 @@
+"""The report's provenance: where the data came from (sources, pins, rows skipped) and which
+models were trained or imported, with their sizes beside the papers'."""
+
+from __future__ import annotations
+
+from ctxrep.report.formatting import fmt_float, fmt_int, fmt_pct, missing_file
+from ctxrep.report.inputs import ReportInputs
+from ctxrep.report.papers import ELMO_PRETRAINING
+from ctxrep.report.tables import MISSING, markdown_table
+
+
+def data_section(inputs: ReportInputs) -> str:
+    lines = ["## Data and models", ""]
+    corpus = inputs.corpus_manifest
+    if corpus is None:
+        lines.append(missing_file("data/raw/corpus/MANIFEST.json"))
+    else:
+        if corpus.get("fallback"):
+            lines += [f"> **FALLBACK CORPUS:** {corpus['fallback']}", ""]
+        docs = sum((corpus.get("rows") or {}).values())
+        lines.append(f"- Corpus: **{corpus.get('dataset', MISSING)}** from source "
+                     f"`{corpus.get('source', MISSING)}`, {docs:,} documents.")
+    tok = inputs.tokenize
+    if tok is None:
+        lines.append("- " + missing_file("metrics/tokenize.json"))
+    else:
+        lines.append(f"- Tokenized training text: {fmt_int(tok.get('train_docs'))} documents, "
+                     f"{fmt_int(tok.get('train_sentences'))} sentences, "
+                     f"{fmt_int(tok.get('train_words'))} words = "
+                     f"{fmt_int(tok.get('train_wordpieces'))} WordPieces (vocabulary "
+                     f"{fmt_int(tok.get('wordpiece_vocab_size'))}); held-out "
+                     f"{fmt_int(tok.get('validation_words'))} words; biLM word OOV rate "
+                     f"{fmt_pct(tok, 'train_oov_rate')}%.")
+    lines += ["", task_table(inputs), "", *model_lines(inputs)]
+    return "\n".join(lines)
+
+
+def pin_cell(manifest: dict) -> str:
+    """Whether the task's mirror files were checked against sha256 pins in the registry."""
+    pins = manifest.get("sha256_pins")
+    if not pins:
+        return MISSING  # not read from the mirror (Hub, package), or fetched before pins were recorded
+    pinned, total = len(pins["pinned"]), len(pins["pinned"]) + len(pins["unpinned"])
+    if pinned == 0:
+        return "**unpinned**"
+    state = "pinned" if pinned == total else f"{pinned} of {total} files pinned"
+    return state + (", checked" if pins["checked"] else ", not checked (data.verify_sha256 off)")
+
+
+def task_table(inputs: ReportInputs) -> str:
+    """Every fetched task (not only the grid's): where it came from, whether its files are
+    pinned to the published sha256, or why it is missing."""
+    rows, unavailable, skips = [], [], []
+    for task in inputs.task_manifests:
+        manifest = inputs.task_manifests.get(task)
+        if manifest is None:
+            rows.append([task, "not fetched", MISSING, MISSING, MISSING])
+        elif not manifest.get("available", False):
+            rows.append([task, "**unavailable**", MISSING, MISSING, MISSING])
+            reason = manifest.get("reason", "no reason given")
+            unavailable.append(f"- `{task}` is unavailable: {reason}")
+        else:
+            sizes = ", ".join(f"{split} {n:,}" for split, n in (manifest.get("rows") or {}).items())
+            status = "available" + (" (fallback)" if manifest.get("fallback") else "")
+            rows.append([task, status, manifest.get("source", MISSING), sizes, pin_cell(manifest)])
+            if (line := skipped_rows_line(task, manifest)) is not None:
+                skips.append(line)
+    table = markdown_table(["task", "status", "source", "examples", "sha256"], rows)
+    notes = []
+    if any("unpinned" in row[4] or " of " in row[4] for row in rows):
+        notes.append("An unpinned task's mirror files were used as found: `ctxrep pin <task>` "
+                     "pins the published files' sha256 in the registry, and fetch then checks them.")
+    return "\n".join([table, "", *unavailable, *skips, *notes]).rstrip()
+
+
+def skipped_rows_line(task: str, manifest: dict) -> str | None:
+    """The line "N malformed rows skipped (file:line …)" for a task whose reader skipped any
+    (``DatasetSpec.skip_malformed``), else None."""
+    skipped = manifest.get("skipped_rows") or {}
+    count = skipped.get("count", 0)
+    if not count:
+        return None
+    where = ", ".join(f"{r.get('file', MISSING)}:{r.get('line', MISSING)}"
+                      for r in skipped.get("rows", []))
+    more = count - len(skipped.get("rows", []))
+    where += f" and {more} more" if more > 0 else ""
+    return (f"- `{task}`: {count} malformed row{'s' if count != 1 else ''} skipped ({where}; "
+            f"`skip_malformed={skipped.get('limit', MISSING)}` in the registry)")
+
+
+def _out_of_domain(intrinsic: dict | None, bilm: dict | None) -> str:
+    """The models on the out-of-domain text (stage intrinsic), with the command that
+    reproduces each number."""
+    if intrinsic is None:
+        return "- out-of-domain text: " + missing_file("metrics/intrinsic.json")
+    text = intrinsic["text"]
+    if "unavailable" in text:
+        return f"- out-of-domain text: not scored ({text['unavailable']})."
+    head = (f"- out-of-domain text: the first {text['lines']} sentences of `{text['task']}` "
+            f"({text['split']}), `{text['path']}`")
+    parts = []
+    lm = intrinsic.get("bilm", {})
+    if "unavailable" in lm:
+        parts.append(f"biLM not scored ({lm['unavailable']})")
+    else:
+        unigram = (f"unigram model {fmt_float(lm['unigram_ppl'])}" if lm.get("unigram_ppl")
+                   is not None else "no unigram reference")
+        in_domain = (f"; held-out in domain {fmt_float(bilm.get('val_ppl'))}"
+                     if bilm and bilm.get("val_ppl") is not None else "")
+        parts.append(f"biLM perplexity {fmt_float(lm['perplexity_mean'])} (forward "
+                     f"{fmt_float(lm['perplexity_forward'])}, backward "
+                     f"{fmt_float(lm['perplexity_backward'])}; {unigram}{in_domain}), "
+                     f"{100 * lm['oov_rate']:.1f}% of its {lm['tokens']} words outside the "
+                     f"vocabulary (`ctxrep perplexity data/models/bilm {text['path']}`)")
+    mlm = intrinsic.get("bert", {})
+    if "unavailable" in mlm:
+        parts.append(f"BERT not scored ({mlm['unavailable']})")
+    else:
+        parts.append(f"BERT pseudo-perplexity {fmt_float(mlm['pseudo_perplexity'])}, masked-token "
+                     f"accuracy {100 * mlm['mlm_accuracy']:.1f}% on {mlm['tokens']} WordPiece "
+                     f"positions, {100 * mlm['oov_rate']:.1f}% `[UNK]` (`ctxrep perplexity "
+                     f"data/models/bert {text['path']} --max-tokens {mlm['tokens']}`)")
+    return head + ": " + "; ".join(parts) + "."
+
+
+def imported_record(inputs: ReportInputs, model: str) -> dict | None:
+    """The provenance of ``model`` when its weights were imported, else None."""
+    record = inputs.weights.get(model)
+    return record if record and record["source"] == "import" else None
+
+
+def model_lines(inputs: ReportInputs) -> list[str]:
+    lines = []
+    bilm, bert = inputs.pretrain.get("bilm"), inputs.pretrain.get("bert")
+    if (record := imported_record(inputs, "bilm")) is not None:
+        lines.append(f"- biLM: the published weights imported from `{record['path']}`, "
+                     f"{fmt_int((bilm or {}).get('params'))} parameters; not trained or evaluated "
+                     f"as a language model here (the published files hold no softmax).")
+    elif bilm is None:
+        lines.append("- biLM: " + missing_file("metrics/pretrain_bilm.json"))
+    else:
+        lines.append(f"- biLM: {fmt_int(bilm.get('params'))} parameters "
+                     f"({fmt_int(bilm.get('params_without_softmax'))} without the softmax), "
+                     f"held-out perplexity forward {fmt_float(bilm.get('val_ppl_forward'))}, "
+                     f"backward {fmt_float(bilm.get('val_ppl_backward'))}, mean "
+                     f"{fmt_float(bilm.get('val_ppl'))} (unigram model "
+                     f"{fmt_float(bilm.get('unigram_ppl'))}; published biLM "
+                     f"{ELMO_PRETRAINING['mean_perplexity']}).")
+    if (record := imported_record(inputs, "bert")) is not None:
+        lines.append(f"- BERT: {_published_bert(record, bert)}")
+    elif bert is None:
+        lines.append("- BERT: " + missing_file("metrics/pretrain_bert.json"))
+    else:
+        lines.append(f"- BERT: {fmt_int(bert.get('params'))} parameters, held-out MLM loss "
+                     f"{fmt_float(bert.get('val_mlm_loss'), '.3f')}, MLM accuracy "
+                     f"{fmt_pct(bert, 'val_mlm_acc')}% (most-frequent token "
+                     f"{fmt_pct(bert, 'val_mlm_acc_most_frequent')}%), at [MASK] positions "
+                     f"{fmt_pct(bert, 'val_mlm_acc_at_mask')}% (most-frequent token "
+                     f"{fmt_pct(bert, 'val_mlm_acc_at_mask_most_frequent')}%), NSP accuracy "
+                     f"{fmt_pct(bert, 'val_nsp_acc')}%.")
+    if (record := imported_record(inputs, "bert-published")) is not None:
+        users = sorted(f"`{c.method}` on {task}" for task, cells in inputs.transfer.items()
+                       for c in cells.values() if c.bert == "import_bert")
+        used = (f"these fine-tuning cells start from it: {', '.join(users)}"
+                if users else "no cell of this grid uses it")
+        lines.append(f"- published BERT (`import_bert`, beside the BERT above): "
+                     f"{_published_bert(record, inputs.pretrain.get('bert-published'))} "
+                     f"In this run {used}.")
+    lines.append(_out_of_domain(inputs.intrinsic, bilm))
+    static = inputs.pretrain.get("static")
+    if static is None:
+        lines.append("- static word vectors: " + missing_file("metrics/pretrain_static.json"))
+    else:
+        lines.append(f"- static word vectors (word2vec, the x_k of the feature-based methods): "
+                     f"{fmt_int(static.get('vocab_size'))} words × {fmt_int(static.get('dim'))} "
+                     f"dimensions from {fmt_int(static.get('train_words'))} training words; "
+                     f"{fmt_pct(static, 'heldout_oov_rate')}% of held-out words have no vector "
+                     f"(x_k = 0).")
+    return lines
+
+
+def _published_bert(record: dict, metrics: dict | None) -> str:
+    """One sentence on an imported BERT: where from, what it is, what cannot be evaluated."""
+    metrics = metrics or {}
+    package = record.get("package")
+    where = (f"`{package['distribution']}=={package['version']}` from the package index "
+             f"(`{record['path']}`): {package['what']}" if package
+             else f"the published checkpoint imported from `{record['path']}`")
+    heads = ("; it has no MLM head, so its masked-LM evaluation is skipped"
+             if metrics.get("mlm_head") is False else "")
+    return (f"{where}. Its own WordPiece vocabulary ({fmt_int(metrics.get('vocab_size'))} entries), "
+            f"{fmt_int(metrics.get('params'))} parameters; not pretrained here{heads}.")
