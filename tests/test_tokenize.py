@@ -105,6 +105,45 @@ def _sigterm_handler_name(_job) -> str:
     return getattr(signal.getsignal(signal.SIGTERM), "name", "python handler")
 
 
+_MASK_AT_FORK: set = set()
+
+
+def _worker_signals(_job) -> tuple[bool, bool, str]:
+    """(SIGTERM blocked when the worker was forked, blocked now, its handler now)."""
+    import signal
+
+    return (signal.SIGTERM in _MASK_AT_FORK,
+            signal.SIGTERM in signal.pthread_sigmask(signal.SIG_BLOCK, []),
+            _sigterm_handler_name(_job))
+
+
+def test_pool_workers_are_forked_with_sigterm_held_until_their_handler_is_reset(monkeypatch):
+    """A SIGTERM that reaches a worker before it has reset the stage's handler must not be lost
+    (a worker that lost it outlived Pool.terminate and hung the pool's exit, under load): the
+    worker is forked with SIGTERM blocked and unblocks it once its handler is SIG_DFL."""
+    import signal
+
+    from ctxrep.data import tokenized
+    from ctxrep.stage import stop_on_signals
+
+    start = tokenized._worker_start
+
+    def recording_start(*args):
+        _MASK_AT_FORK.update(signal.pthread_sigmask(signal.SIG_BLOCK, []))
+        start(*args)
+
+    monkeypatch.setattr(tokenized, "_worker_start", recording_start)
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    try:
+        stop_on_signals()
+        results = list(tokenized.run_pool(_worker_signals, range(4), 2, "probe"))
+    finally:
+        signal.signal(signal.SIGTERM, before[0])
+        signal.signal(signal.SIGINT, before[1])
+    assert results == [(True, False, "SIG_DFL")] * 4
+    assert signal.SIGTERM not in signal.pthread_sigmask(signal.SIG_BLOCK, [])  # the parent's too
+
+
 def test_pool_workers_die_on_sigterm_whatever_the_stage_set():
     """The stage turns SIGTERM into KeyboardInterrupt; its forked pool workers must not inherit
     that, or Pool.terminate can leave the task queue's lock held and hang the stage (it did)."""

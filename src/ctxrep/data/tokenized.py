@@ -163,14 +163,26 @@ def _wordpiece_shard(job) -> dict:
             "wordpieces": n_pieces}
 
 
-def _worker_start(initializer, initargs) -> None:
+# Held back from a pool's workers until they have set their own handlers (_worker_start).
+WORKER_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+def _worker_start(initializer, initargs, mask) -> None:
     """A pool worker starts with a plain process's signal handling. Forked from a stage, it
     would inherit the stage's SIGTERM handler (a KeyboardInterrupt, ``ctxrep.stage``), and
     ``Pool.terminate``'s SIGTERM would then run the worker's exit code, which can leave the task
     queue's lock held and a sibling waiting on it, and the stage on the sibling, for ever. Ctrl-C
-    is the stage's to handle: the whole process group gets it."""
+    is the stage's to handle: the whole process group gets it.
+
+    The worker is forked with those signals blocked (:func:`run_pool`) and unblocks them
+    (``mask``: the parent's mask before) only once its handlers are set: a SIGTERM sent while it
+    starts waits, then kills it. Sent to the inherited handler instead, Python would only have
+    flagged it, and the flag is dropped once the handler is SIG_DFL: a worker slow to start
+    then outlives ``Pool.terminate`` and the pool's exit waits on it for ever (it did, under
+    load, in the test below)."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     if initializer is not None:
         initializer(*initargs)
 
@@ -186,7 +198,13 @@ def run_pool(fn, jobs, num_proc: int, desc: str, initializer=None, initargs=()):
         return
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # processes already parallelise
     ctx = mp.get_context("fork")
-    with ctx.Pool(num_proc, initializer=_worker_start, initargs=(initializer, initargs)) as pool:
+    # Forked (and the pool's threads started) with WORKER_SIGNALS blocked: see _worker_start.
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, WORKER_SIGNALS)
+    try:
+        pool = ctx.Pool(num_proc, initializer=_worker_start, initargs=(initializer, initargs, mask))
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # one sent meanwhile arrives here
+    with pool:
         yield from tqdm(pool.imap(fn, jobs), total=len(jobs), desc=desc, unit="shard", disable=None)
 
 
