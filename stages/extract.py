@@ -33,7 +33,7 @@ with stage(f"extract@{features}", "extract") as ctx:
         for task in tasks:
             (tmp / task).mkdir()  # always there: each transfer cell depends on its task's folder
             try:
-                splits = load_task(task, common)
+                splits, _ = load_task(task, common)
             except TaskUnavailable as e:
                 (tmp / task / "UNAVAILABLE.json").write_text(json.dumps({"reason": str(e)}))
                 continue

@@ -6,6 +6,7 @@ point's predictions under data/learning_curves/<task>/<method>/fraction<f>/seed<
 which the report draws the curves and judges the sample-efficiency claim with bootstrap CIs;
 each point's training curves go to dvclive/learning_curves/<task>/<method>/fraction<f>/seed<N>/.
 The whole-data point is the grid's own cell (transfer@<task>-<method>), not recomputed here.
+Learning curves are drawn for feature-based methods (``learning_curve.methods``).
 """
 
 import sys
@@ -16,6 +17,7 @@ from ctxrep.training.curves import fresh_folder
 from ctxrep.io import write_json
 from ctxrep.stage import stage
 from ctxrep.transfer.cell import CellCost, run_cell
+from ctxrep.transfer.feature_train import FeatureBased
 from ctxrep.transfer.predictions import curve_dir, write_predictions
 
 task, method = sys.argv[1], sys.argv[2]
@@ -27,7 +29,7 @@ with stage(f"learning_curve@{task}-{method}", None) as ctx:
     points, files, cost = [], {}, CellCost()
     live = fresh_folder(Path("dvclive/learning_curves") / task / method)
     for fraction in curve.fractions:
-        cell = run_cell(task, method, common, p, ctx.run, train_fraction=fraction,
+        cell = run_cell(task, FeatureBased(method, p), common, ctx.run, train_fraction=fraction,
                         live_root=live / f"fraction{fraction}")
         points.append(cell.record)
         files.update({f"fraction{fraction}/{name}": obj for name, obj in cell.predictions.items()})

@@ -29,7 +29,7 @@ with stage(f"probe@{model}", "probe") as ctx:
     # The examples extract featurized: the same subsample transfer uses (transfer.common).
     common = config.load_transfer_common(ctx.params)
     result, predictions = probe_model(model, "data/features",
-                                      lambda task: load_task(task, common), params)
+                                      lambda task: load_task(task, common)[0], params)
     with atomic_dir(f"data/predictions/probe/{model}") as tmp:
         for task, entry in predictions.items():
             write_json(tmp / f"{task}.json", {"task": task, "model": model, **entry}, indent=None)

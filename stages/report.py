@@ -1,14 +1,15 @@
 """Stage report: the grid's metrics files → metrics/summary.json, reports/report.md,
 reports/figures/.
 
-Only this grid's cells are read (``grid.tasks`` × ``grid.methods``): files left by a run of
-another grid are not mixed in; the learning curves are those of ``learning_curve``. The data
+Only this grid's cells are read (``grid.tasks`` × ``grid.feature_based`` + ``grid.fine_tuned``):
+files left by a run of another grid are not mixed in; the learning curves are those of ``learning_curve``. The data
 section lists every fetched task (``tasks``). Missing inputs are reported as missing; a
 malformed one stops the stage naming the file.
 """
 
 from pathlib import Path
 
+from ctxrep import config
 from ctxrep.report import ReportInputError, build_report, load_inputs, write_report
 from ctxrep.report.build import FIGURES_DIR, HEADLINE_PATH, REPORT_PATH, SUMMARY_PATH
 from ctxrep.report.summary import flat_numbers
@@ -17,7 +18,7 @@ from ctxrep.stage import log, stage
 with stage("report", None) as ctx:
     try:
         grid = ctx.params["grid"]
-        inputs = load_inputs(".", list(grid["tasks"]), list(grid["methods"]),
+        inputs = load_inputs(".", list(grid["tasks"]), config.grid_methods(grid),
                              fetched=list(ctx.params["tasks"]), curve=ctx.params["learning_curve"])
     except ReportInputError as e:
         log.error("report: bad input: %s", e)

@@ -29,7 +29,8 @@ def test_no_mirror_no_hub_reaches_a_report_that_lists_every_unavailable_task(tmp
     # their folder). The fallback corpus's documents are whole speeches (~6,000 words each): a
     # few are enough.
     proc = subprocess.run([dvc, "exp", "run", "-S", "profile=tiny", "-S", f"tasks={TASKS}",
-                           "-S", "grid.tasks=[ud_pos]", "-S", "grid.methods=[static]",
+                           "-S", "grid.tasks=[ud_pos]", "-S", "grid.feature_based=[static]",
+                           "-S", "grid.fine_tuned=[]",
                            "-S", "learning_curve.methods=[static]", "-S", "intrinsic.task=ud_pos",
                            "-S", "data.corpus_max_docs=12", "-S", "tokenize.heldout_fraction=0.25"],
                           cwd=repo, env=env,

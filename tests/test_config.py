@@ -85,6 +85,23 @@ def test_an_unknown_grid_task_stops_before_any_stage(tmp_path):
         config.read_params(tmp_path)
 
 
+@pytest.mark.parametrize("override, match", [
+    # a method under the other approach's key: its cells would run in the wrong stage
+    ("grid.feature_based=[static,bert-finetune]", r"grid.feature_based.*'bert-finetune'.*"
+                                                  r"belongs in grid.fine_tuned"),
+    ("grid.fine_tuned=[elmo]", r"grid.fine_tuned.*'elmo'.*belongs in grid.feature_based"),
+    ("grid.fine_tuned=[bert-tuned]", r"grid.fine_tuned.*'bert-tuned'.*fine-tuned methods"),
+    # the grid's keys before the split into approaches
+    ("+grid.methods=[static]", r"grid.methods.*feature_based.*fine_tuned"),
+    ("learning_curve.methods=[static,bert-finetune]", r"learning_curve.methods.*feature-based"),
+])
+def test_a_method_listed_under_the_wrong_approach_is_refused_naming_the_right_key(
+        tmp_path, override, match):
+    compose(tmp_path, "default", override)
+    with pytest.raises(ParamError, match=match):
+        config.read_params(tmp_path)
+
+
 def test_a_feature_learning_curve_outside_the_extracted_tasks_stops_at_composition(tmp_path):
     """extract featurizes grid.tasks only: a learning curve of a feature-based method on another
     task used to fail after the extract stages, at its first cell (FileNotFoundError)."""

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ctxrep import config
 from ctxrep.training.curves import is_point
 from tests.conftest import REPO, copy_run, tree_hash
 from tests.pipeline_deps import code_dep_problems, code_deps, covered
@@ -62,6 +63,27 @@ def test_no_stage_runs_the_verify_commands_repair_code():
                      if "src/ctxrep/verify.py" in deps["needed"])
     assert runs_it == []
     assert all("src/ctxrep/lockfile.py" in deps["needed"] for deps in code_deps(REPO).values())
+
+
+# The two transfer approaches (BERT §5.3), each a stage of its own: the code only one of them runs.
+FINE_TUNING_CODE = ("src/ctxrep/transfer/finetune.py", "stages/finetune.py")
+FEATURE_BASED_CODE = ("src/ctxrep/transfer/feature_train.py", "src/ctxrep/transfer/features.py",
+                      "src/ctxrep/models/word_vectors.py", "stages/transfer.py")
+FEATURE_BASED_STAGES = ("transfer", "learning_curve", "extract", "baseline", "probe")
+
+
+def test_editing_fine_tuning_code_reruns_no_feature_based_cell():
+    """Issue 49: a feature-based cell (stage transfer, its learning curves, the features and
+    baselines it reads) does not depend on the fine-tuning code, nor a fine-tuned cell (stage
+    finetune) on the feature-based code: DVC reruns a stage when a file its deps cover changes,
+    so editing one approach's module leaves the other's cells up to date."""
+    deps = code_deps(REPO)
+    for name in FEATURE_BASED_STAGES:
+        assert [f for f in FINE_TUNING_CODE if covered(f, deps[name]["declared"])] == [], name
+    assert [f for f in FEATURE_BASED_CODE if covered(f, deps["finetune"]["declared"])] == []
+    # and each runs its own: the check above is not vacuous
+    assert covered("src/ctxrep/transfer/finetune.py", deps["finetune"]["declared"])
+    assert covered("src/ctxrep/transfer/feature_train.py", deps["transfer"]["declared"])
 
 
 def test_the_cpp_source_of_a_compiled_kernel_is_a_dep_of_every_stage_that_runs_it(tmp_path):
@@ -311,10 +333,10 @@ def test_mlflow_has_one_parent_run_per_pipeline_run_with_the_headline_numbers(ru
 def test_mlflow_transfer_cells_have_one_nested_run_per_seed_and_their_params(run):
     repo, _, _ = run
     client, _, stages = _mlflow_pipeline_run(repo)
-    cells = [r for r in stages if r.info.run_name.startswith("transfer@")]
+    cells = [r for r in stages if r.info.run_name.startswith(("transfer@", "finetune@"))]
     checked = 0
     for cell in cells:
-        task, method = cell.info.run_name.removeprefix("transfer@").split("-", 1)
+        task, method = cell.info.run_name.split("@", 1)[1].split("-", 1)
         record = json.loads((repo / f"metrics/transfer/{task}/{method}.json").read_text())
         assert cell.data.params["method"] == method and cell.data.params["task"] == task
         assert cell.data.params["transfer.common.seeds"] == str(record["seeds"])
@@ -425,7 +447,7 @@ def test_plots_diff_of_two_experiments_lists_every_curve_and_figure(run, tmp_pat
     # every cell of the grid, from the report's one table, equal to the cells' records
     transfer = points("reports/transfer_curves.tsv")["plots-a"]
     for task in params["grid"]["tasks"]:
-        for method in params["grid"]["methods"]:
+        for method in config.grid_methods(params["grid"]):
             record = json.loads((repo / f"metrics/transfer/{task}/{method}.json").read_text())
             for seed, curve in zip(record["seeds"], record["curves"]):
                 drawn = [float(r["dev"]) for r in transfer if (r["task"], r["method"],
@@ -462,10 +484,10 @@ def test_published_weights_run_through_the_same_pipeline(run, tmp_path):
     out = _dvc(copy, "exp", "run", "-S", "profile=tiny",
                "-S", "pretrain_bilm.source=import", "-S", f"pretrain_bilm.path={ELMO_FIXTURE}",
                "-S", "pretrain_bert.source=import", "-S", f"pretrain_bert.path={bert}",
-               "transfer@ud_pos-elmo", "transfer@ud_pos-bert-finetune", "neighbors", env=env)
+               "transfer@ud_pos-elmo", "finetune@ud_pos-bert-finetune", "neighbors", env=env)
     ran = {line.split("'")[1] for line in out.splitlines() if line.startswith("Running stage")}
     assert {"pretrain_bilm", "pretrain_bert", "extract@bilm", "extract@bert",
-            "transfer@ud_pos-elmo", "transfer@ud_pos-bert-finetune", "neighbors"} <= ran, out
+            "transfer@ud_pos-elmo", "finetune@ud_pos-bert-finetune", "neighbors"} <= ran, out
     assert not {"tokenize", "fetch_corpus"} & ran, out
 
     # DVC tracks the published files themselves

@@ -361,19 +361,27 @@ def test_each_method_reads_its_model_features_and_the_word_vectors_as_the_paper_
 
     from ctxrep import config
     from ctxrep.config import composition
-    from ctxrep.transfer.cell import input_paths
+    from ctxrep.transfer.feature_train import FeatureBased
+    from ctxrep.transfer.finetune import FineTuning
+
+    def input_paths(method, p=None):
+        return FeatureBased(method, p).inputs("ud_pos")
 
     vectors = Path("data/models/static")
-    assert input_paths("ud_pos", "static") == [vectors]
-    assert input_paths("ud_pos", "elmo-token") == [Path("data/features/bilm/ud_pos")]
-    assert input_paths("ud_pos", "elmo") == [Path("data/features/bilm/ud_pos"), vectors]
-    assert input_paths("ud_pos", "bert-random") == [Path("data/features/bert-random/ud_pos"),
-                                                    vectors]
+    assert input_paths("static") == [vectors]
+    assert input_paths("elmo-token") == [Path("data/features/bilm/ud_pos")]
+    assert input_paths("elmo") == [Path("data/features/bilm/ud_pos"), vectors]
+    assert input_paths("bert-random") == [Path("data/features/bert-random/ud_pos"), vectors]
     for bert, folder in (("pretrain_bert", "data/models/bert"),
                          ("import_bert", "data/models/bert-published")):
         p = composition.defaults("transfer.bert-finetune", bert=bert)
-        assert input_paths("ud_pos", "bert-finetune", p) == [Path(folder)]
+        assert FineTuning("bert-finetune", p).inputs("ud_pos") == [Path(folder)]
     assert config.READS_WORD_VECTORS == set(config.FEATURE_METHODS) - {"elmo-token"}
+    # each approach refuses the other's methods, naming the stage that runs them
+    with pytest.raises(ValueError, match="stage finetune"):
+        FeatureBased("bert-finetune", None)
+    with pytest.raises(ValueError, match="stage transfer"):
+        FineTuning("elmo", composition.defaults("transfer.bert-finetune"))
 
 
 @pytest.mark.parametrize("available, asked, evaluated", [

@@ -19,7 +19,7 @@ import sys
 import pytest
 import yaml
 
-from ctxrep.compute import environment, mismatches
+from ctxrep.compute import environment, is_portable, mismatches
 from tests.conftest import LAUNCH, copy_run, tree_hash
 
 # The stages run in copies of the session's tiny run, without MLflow runs.
@@ -105,6 +105,8 @@ def test_the_environment_of_each_mode():
     assert environment("avx2", 3) == {**threads, "ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2",
                                       "ONEDNN_MAX_CPU_ISA": "AVX2", "OPENBLAS_CORETYPE": "Haswell"}
     assert environment("native", 3) == threads
+    # what check_compile reads: the mode this process was launched in
+    assert is_portable(environment("avx2", 3)) and not is_portable(environment("native", 3))
     assert mismatches("native", 1, {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "2",
                                     "OPENBLAS_NUM_THREADS": "1"}) == ["MKL_NUM_THREADS=2 (wanted 1)"]
 

@@ -143,7 +143,9 @@ def test_the_snippets_name_cells_of_the_default_grid(tmp_path):
 
     grid = composition.compose("default", root=REPO, out=tmp_path / "params.yaml")["grid"]
     for task, method in re.findall(r"transfer@([a-z0-9_]+)-([a-z0-9-]+)", code):
-        assert task in grid["tasks"] and method in grid["methods"], (task, method)
+        assert task in grid["tasks"] and method in grid["feature_based"], (task, method)
+    for task, method in re.findall(r"finetune@([a-z0-9_]+)-([a-z0-9-]+)", code):
+        assert task in grid["tasks"] and method in grid["fine_tuned"], (task, method)
     for task in re.findall(r"\b(sst2|ud_pos|conll2003|wic|sick|squad)\\?\.", code):
         assert task in grid["tasks"], task
 

@@ -232,7 +232,8 @@ def follow_recipe(root: Path, tiny_mirror: Path, tiny_run) -> None:
     # Step 6, on the tiny profile; the cost kept down with -S: only the new cells, `static`
     # everywhere and `elmo` on the degenerate task (a claim to judge there), two seeds, and the
     # pins checked (scratch repos turn the check off).
-    compose(repo, "tiny", [f"grid.tasks=[{','.join(NEW_TASKS)}]", "grid.methods=[static,elmo]",
+    compose(repo, "tiny", [f"grid.tasks=[{','.join(NEW_TASKS)}]", "grid.feature_based=[static,elmo]",
+                           "grid.fine_tuned=[]",
                            "learning_curve.tasks=[]",  # its elmo curve needs extracted features
                            "transfer.common.seeds=[0,1]", "data.verify_sha256=true"])
     # `static` reads the word vectors (x_k), `elmo` the biLM's features beside them
@@ -388,7 +389,8 @@ def test_adding_a_task_to_a_finished_run_reruns_only_what_reads_it(tiny_run, tin
     reads_it = {"locate_data", "fetch_tasks@cola", "baseline@cola", "report",
                 *(f"extract@{f}" for f in ("bilm", "bert", "bilm-random", "bert-random")),
                 *(f"probe@{m}" for m in ("bilm", "bert")),
-                *(f"transfer@cola-{m}" for m in params["grid"]["methods"])}
+                *(f"transfer@cola-{m}" for m in params["grid"]["feature_based"]),
+                *(f"finetune@cola-{m}" for m in params["grid"]["fine_tuned"])}
     stale = set(json.loads(dvc(repo, "status", "--json", env=env)))
     assert {"locate_data", "fetch_tasks@cola", "extract@bilm", "report"} <= stale <= reads_it, \
         sorted(stale)

@@ -41,9 +41,6 @@ PORTABLE_ENV = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_C
                 "OPENBLAS_CORETYPE": "Haswell"}
 
 
-_entered: str | None = None  # the isa this stage process entered with (enter), if any
-
-
 class NotLaunched(RuntimeError):
     """A stage started outside :mod:`ctxrep.launch` with another instruction set or thread count
     than its params say."""
@@ -77,8 +74,6 @@ def enter(params) -> None:
             f"compute.isa={params.isa}, compute.threads={params.threads}, but this process has "
             f"{', '.join(wrong)}: start the stage with `python -m ctxrep.launch stages/<stage>.py` "
             f"(dvc.yaml does), which sets them before torch loads")
-    global _entered
-    _entered = params.isa
     torch = sys.modules.get("torch")  # a stage that does no tensor work never imports it
     if torch is not None:
         torch.set_num_threads(params.threads)
@@ -86,12 +81,17 @@ def enter(params) -> None:
             torch.backends.mkldnn.enabled = False
 
 
+def is_portable(env=os.environ) -> bool:
+    """Whether this process runs in portable mode: the launcher set :data:`PORTABLE_ENV`."""
+    return all(env.get(k) == v for k, v in PORTABLE_ENV.items())
+
+
 def check_compile(device) -> None:
     """``torch.compile`` on a CPU generates C++ for this CPU's own vector unit, which no
     environment variable pins: a compiled CPU run is not portable, so a stage in portable mode
     refuses it (in torch 2.13 the generated AVX2 code also fails an index check that the
     AVX-512 code passes). On CUDA the CPU's settings do not matter."""
-    if device.type == "cpu" and _entered == PORTABLE:
+    if device.type == "cpu" and is_portable():
         from ctxrep.config import ParamError
 
         raise ParamError("compute.isa", PORTABLE, "native for a CPU run with compile: true "

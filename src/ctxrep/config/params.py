@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from ctxrep.config.fields import ParamError, from_dict
-from ctxrep.config.methods import FEATURE_METHODS, FEATURES_OF, METHODS
+from ctxrep.config.methods import FEATURE_METHODS, FEATURES_OF, FINETUNE_METHODS, METHODS
 from ctxrep.config.sections import (SECTIONS, FeatureTransferParams, FinetuneTransferParams,
                                     TransferCommon)
 
@@ -42,6 +42,16 @@ def load_transfer_common(params: dict) -> TransferCommon:
 TOP_LEVEL = ("profile", "tasks", "grid", *SECTIONS, "transfer")
 
 
+# The grid: tasks × methods. The methods are listed by approach (BERT §5.3), each approach's
+# cells a DVC stage of its own (transfer, finetune), so neither depends on the other's code.
+GRID_KEYS = ("tasks", "feature_based", "fine_tuned")
+
+
+def grid_methods(grid: dict) -> list[str]:
+    """Every method of the grid, feature-based first, as the report lists them."""
+    return [*grid["feature_based"], *grid["fine_tuned"]]
+
+
 def read_params(root: Path | str = ".") -> dict:
     """params.yaml (the effective values), its top level checked; keys read are traced."""
     path = Path(root) / PARAMS_FILE
@@ -62,7 +72,11 @@ def read_params(root: Path | str = ".") -> dict:
             raise ParamError(key, None, f"a '{key}:' entry in {PARAMS_FILE} (compose it from "
                                         f"{CONF_DIR}/: `dvc exp run -S profile=default`)")
     check_profile_name(raw["profile"])
-    for key in ("tasks", "grid.tasks", "grid.methods"):
+    for key in sorted(set(raw["grid"] or {}) - set(GRID_KEYS)):
+        raise ParamError(f"grid.{key}", raw["grid"][key],
+                         "a key of the grid: tasks, feature_based (methods on frozen features: "
+                         "static, elmo, ...), fine_tuned (bert-finetune, bert-scratch)")
+    for key in ("tasks", *(f"grid.{k}" for k in GRID_KEYS)):
         value = raw[key] if key == "tasks" else (raw["grid"] or {}).get(key.split(".")[1])
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ParamError(key, value, "a list of names")
@@ -73,9 +87,16 @@ def read_params(root: Path | str = ".") -> dict:
 def validate(raw: dict) -> None:
     """Every section of a params mapping, so a bad value anywhere stops the first stage (and
     ``make repro``, before DVC touches an output), not the stage that happens to read it."""
-    for method in raw["grid"]["methods"]:
-        if method not in METHODS:
-            raise ParamError("grid.methods", method, f"methods among {list(METHODS)}")
+    for key, allowed in (("feature_based", FEATURE_METHODS), ("fine_tuned", FINETUNE_METHODS)):
+        for method in raw["grid"][key]:
+            if method in allowed:
+                continue
+            other = "fine_tuned" if key == "feature_based" else "feature_based"
+            raise ParamError(f"grid.{key}", method, (
+                f"{key.replace('_', '-')} methods: {list(allowed)}" + (
+                    f"; {method} belongs in grid.{other}" if method in METHODS else "")))
+    if len(set(grid_methods(raw["grid"]))) != len(grid_methods(raw["grid"])):
+        raise ParamError("grid", raw["grid"], "each method listed once")
     for key in ("grid", "learning_curve"):
         for task in (raw.get(key) or {}).get("tasks", []):
             if task not in raw["tasks"]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from ctxrep.config.fields import (MAX_BATCH, MAX_CLIP, MAX_COUNT, MAX_DIM, MAX_EPOCHS, MAX_SEED,
                                   MAX_SEEDS, MAX_STEPS, ParamError, check_seed_count, param,
                                   section)
-from ctxrep.config.methods import BERT_MODELS, METHODS
+from ctxrep.config.methods import BERT_MODELS, FEATURE_METHODS
 from ctxrep.errors import InputError
 
 PRECISIONS = ("fp32", "bf16")  # the training loop's autocast (ctxrep.training.loop)
@@ -268,9 +268,10 @@ class LearningCurveParams:
                                    "below 1 (1 is the grid's cell)")
 
     def check(self, section: str) -> None:
-        for method in self.methods:
-            if method not in METHODS:
-                raise ParamError(f"{section}.methods", method, f"methods among {list(METHODS)}")
+        for method in self.methods:  # ELMo §5.4's claim is about frozen features
+            if method not in FEATURE_METHODS:
+                raise ParamError(f"{section}.methods", method,
+                                 f"feature-based methods among {list(FEATURE_METHODS)}")
         if len(set(self.methods)) != len(self.methods):
             raise ParamError(f"{section}.methods", self.methods, "distinct methods")
         if self.fractions != sorted(set(self.fractions)):
@@ -321,6 +322,11 @@ class FinetuneTransferParams:
     grad_clip: float = param(ge=0.0, le=MAX_CLIP)
     compile: bool = param(doc="torch.compile the fine-tuned model (as pretraining's key)")
     precision: str = param(choices=PRECISIONS, doc="fp32 | bf16 autocast (as pretraining's key)")
+
+    @property
+    def rates(self) -> list[float]:
+        """The rates ``lr`` names: one, or the grid to choose from on dev."""
+        return list(self.lr) if isinstance(self.lr, list) else [self.lr]
 
     def check(self, section: str) -> None:
         if self.tasks is not None and not self.tasks:

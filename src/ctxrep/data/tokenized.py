@@ -178,8 +178,8 @@ def _worker_start(initializer, initargs, mask) -> None:
     (``mask``: the parent's mask before) only once its handlers are set: a SIGTERM sent while it
     starts waits, then kills it. Sent to the inherited handler instead, Python would only have
     flagged it, and the flag is dropped once the handler is SIG_DFL: a worker slow to start
-    then outlives ``Pool.terminate`` and the pool's exit waits on it for ever (it did, under
-    load, in the test below)."""
+    then outlives ``Pool.terminate`` and the pool's exit waits on it for ever
+    (``tests/test_tokenize.py`` checks the mask at fork and once the worker has started)."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)

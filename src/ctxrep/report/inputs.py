@@ -32,6 +32,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ctxrep.config.methods import FINETUNE_METHODS
 from ctxrep.transfer.record import CellRecord, ReportInputError, number, require
 
 PRETRAIN_MODELS = ("bilm", "bert")
@@ -263,8 +264,9 @@ def read_weights(path: Path) -> dict | None:
 def ledger_stages(tasks: list[str], methods: list[str],
                   curve: dict | None = None) -> list[tuple[str, str]]:
     """(stage, ledger row) of every stage in the compute ledger, in pipeline order; a method's
-    transfer cells share a row, as do its learning-curve stages. Only this run's grid and
-    curves (``curve``: the learning_curve params): other files may be left from earlier runs."""
+    transfer cells share a row (stage ``transfer`` or, for a fine-tuned method, ``finetune``), as
+    do its learning-curve stages. Only this run's grid and curves (``curve``: the learning_curve
+    params): other files may be left from earlier runs."""
     curve_stages = [(f"learning_curve@{t}-{m}", f"learning curve {m}")
                     for m in curve["methods"] for t in curve["tasks"]] if curve else []
     single = ["tokenize", "pretrain_bilm", "pretrain_bert", "import_bert", "pretrain_static",
@@ -272,7 +274,8 @@ def ledger_stages(tasks: list[str], methods: list[str],
               "extract@bert", "extract@bilm-random", "extract@bert-random"]
     return ([(name, name) for name in single]
             + [(f"baseline@{t}", "baselines") for t in tasks]
-            + [(f"transfer@{t}-{m}", f"transfer {m}") for m in methods for t in tasks]
+            + [(f"{'finetune' if m in FINETUNE_METHODS else 'transfer'}@{t}-{m}", f"transfer {m}")
+               for m in methods for t in tasks]
             + curve_stages
             + [(name, name) for name in ("probe@bilm", "probe@bert")])
 

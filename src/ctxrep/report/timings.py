@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     params = config.read_params()
     grid = params["grid"]
     try:
-        inputs = load_inputs(".", list(grid["tasks"]), list(grid["methods"]),
+        inputs = load_inputs(".", list(grid["tasks"]), config.grid_methods(grid),
                              fetched=list(params["tasks"]), curve=params["learning_curve"])
     except ReportInputError as e:
         raise SystemExit(f"ctxrep timings: bad input: {e}") from e

@@ -27,12 +27,12 @@ def run_baselines(task: str, common: config.TransferCommon) -> dict:
               "metrics": list(task_spec.metrics), "primary": primary_key(task_spec.metrics),
               "eval_split": common.eval_split}
     try:
-        splits = load_task(task, common)
+        splits, eval_split = load_task(task, common)
     except TaskUnavailable as e:
         write_predictions(predictions_dir(task, "baselines"),
                           {"unavailable.json": {"reason": str(e)}})
         return {**record, "unavailable": str(e)}
-    eval_split = record["eval_split"] = next(s for s in splits if s != "train")
+    record["eval_split"] = eval_split
     train_idx, _ = train_dev_indices(len(splits["train"]), common.dev_fraction)
     train_set, eval_set = splits["train"].select(train_idx), splits[eval_split]
     task_kind = kinds.get(task_spec.kind)

@@ -1,5 +1,10 @@
 """One transfer grid cell: a task, a method, every seed; the record the report reads.
 
+How a seed trains is the method's approach (BERT §5.3's two), passed in by the stage:
+:class:`~ctxrep.transfer.feature_train.FeatureBased` (stage ``transfer``) or
+:class:`~ctxrep.transfer.finetune.FineTuning` (stage ``finetune``). This module imports neither,
+so a feature-based cell does not depend on the fine-tuning code, nor the other way round.
+
 The record (:class:`~ctxrep.transfer.record.CellRecord`, written to
 ``metrics/transfer/<task>/<method>.json``) holds the per-seed scores and their mean
 and standard deviation, each seed's best epoch and its train-loss / dev-score curve per epoch,
@@ -25,22 +30,20 @@ import contextlib
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from ctxrep import config, kinds
-from ctxrep.io import sha256_tree
-from ctxrep.models.word_vectors import WordVectors
+from ctxrep.io import sha256_tree, write_json
+from ctxrep.stage import stage
 from ctxrep.training.checkpoints import run_key
-from ctxrep.transfer.data import TaskUnavailable, load_task, spec, task_dir
-from ctxrep.transfer.feature_train import run_feature_transfer
-from ctxrep.transfer.features import FeatureStore, task_words
-from ctxrep.transfer.finetune import run_finetune_seed
-from ctxrep.transfer.record import CellRecord, MetricScores
+from ctxrep.training.curves import fresh_folder
+from ctxrep.transfer.data import CellData, TaskUnavailable, load_task, spec, task_dir
+from ctxrep.transfer.predictions import predictions_dir, write_predictions
+from ctxrep.transfer.record import CellRecord, MetricScores, SeedResult
 from ctxrep.transfer.scoring import primary_key
 from ctxrep.transfer.selection import nested_subset, train_dev_indices
 
 CHECKPOINTS = Path("data/checkpoints/transfer")
-FEATURES = Path("data/features")
-WORD_VECTORS = Path("data/models/static")
 
 
 @dataclass
@@ -60,26 +63,37 @@ class Cell:
     predictions: dict[str, dict] = field(default_factory=dict)  # file name → saved predictions
 
 
-def input_paths(task: str, method: str, p=None) -> list[Path]:
-    """The files a cell trains on besides the task's examples: a feature-based method's model
-    features and the static word vectors, as it reads them; a fine-tuned method's BERT (the
-    one its params ``p`` name)."""
-    if method not in config.FEATURE_METHODS:
-        return [Path(config.BERT_MODELS[p.bert])]
-    features = config.FEATURES_OF[method]
-    return ([FEATURES / features / task] if features is not None else []) + (
-        [WORD_VECTORS] if method in config.READS_WORD_VECTORS else [])
+class Approach(Protocol):
+    """How a method trains one seed of a cell, and what it reads besides the task's examples."""
+
+    method: str
+    params: object   # the method's validated section, transfer.<method>
+    unit: str        # what the compute ledger counts: "words" or "sub-word tokens"
+
+    def inputs(self, task: str) -> list[Path]:
+        """The files it trains on besides the task's examples (their bytes key checkpoints)."""
+
+    def prepare(self, data: CellData) -> None:
+        """Load and check those inputs once, before the first seed."""
+
+    def train_seed(self, data: CellData, seed: int, ckpt: Path, run,
+                   live_dir: Path | None) -> SeedResult:
+        """Train, select on dev and score the evaluated split for one seed."""
+
+    def eval_oov_rate(self, data: CellData) -> float | None:
+        """The share of evaluation words without a static word vector, where it reads them."""
 
 
-def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None,
+def run_cell(task: str, approach: Approach, common: config.TransferCommon, run=None,
              train_fraction: float = 1.0, live_root: Path | None = None) -> Cell:
-    """Train and evaluate ``method`` on ``task`` for every seed of ``common``, on
+    """Train and evaluate ``approach``'s method on ``task`` for every seed of ``common``, on
     ``train_fraction`` of the training examples (a nested subset; the dev split stays whole);
     the cell carries each seed's predictions for :mod:`ctxrep.transfer.predictions`. With
     ``run`` (the cell's :class:`ctxrep.tracking.StageRun`), each seed logs its curves and
     ``eval_<score>`` to a nested run of its own, and the cell's run gets ``eval_<score>_mean``
     / ``_std``. With ``live_root``, each seed's curves go to its DVCLive folder
     ``<live_root>/seed<N>``."""
+    method, p = approach.method, approach.params
     task_spec = spec(task)
     seeds = getattr(p, "seeds", None) or common.seeds  # a fine-tuning method may run fewer
     header = {"task": task, "method": method, "kind": task_spec.kind, "metric": task_spec.metric,
@@ -93,48 +107,32 @@ def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None,
         return Cell(CellRecord(**header, unavailable=reason),
                     predictions={"unavailable.json": {"reason": reason}})
     try:
-        splits = load_task(task, common)
+        splits, eval_split = load_task(task, common)
     except TaskUnavailable as e:
         return Cell(CellRecord(**header, unavailable=str(e)),
                     predictions={"unavailable.json": {"reason": str(e)}})
-    eval_split = header["eval_split"] = next(s for s in splits if s != "train")
-    inputs = [task_dir(task) / "MANIFEST.json", *input_paths(task, method, p)]
+    header["eval_split"] = eval_split
+    inputs = [task_dir(task) / "MANIFEST.json", *approach.inputs(task)]
     ckpt_root = CHECKPOINTS / task / method / run_key(
         config.as_dict(common), config.as_dict(p), train_fraction, sha256_tree(*inputs))
-    store = vectors = None
-    if config.FEATURES_OF.get(method) is not None:
-        store = FeatureStore(FEATURES / config.FEATURES_OF[method] / task)
-        store.check_examples(splits, task_spec.kind)
-    if method in config.READS_WORD_VECTORS:
-        vectors = WordVectors.load(WORD_VECTORS)
     train_idx, dev_idx = train_dev_indices(len(splits["train"]), common.dev_fraction)
     if train_fraction != 1.0:
         train_idx = nested_subset(train_idx, train_fraction)
-    kind = task_spec.kind
-    task_kind = kinds.get(kind)
+    data = CellData(task, method, task_spec.kind, task_spec.metrics, splits, eval_split,
+                    train_idx, dev_idx, common.patience)
+    approach.prepare(data)
+    task_kind = kinds.get(task_spec.kind)
     runs = []
-    lr = None  # fine-tuning: the first seed's rate (chosen on dev from a grid) trains the others
     point = "" if train_fraction == 1.0 else f" fraction {train_fraction}"  # learning curves
     for seed in seeds:
-        ckpt = ckpt_root / f"seed{seed}"
         # One MLflow run per seed, nested in the cell's: each seed's curves apart, not zig-zagging
         # through one run.
         with (run.child(f"{task}-{method}{point} seed {seed}",
                         {"task": task, "method": method, "seed": seed,
                          "train_fraction": train_fraction})
               if run is not None else contextlib.nullcontext()) as seed_run:
-            if method in config.FEATURE_METHODS:
-                result = run_feature_transfer(kind, task_spec.metrics, method, store, splits,
-                                              eval_split, task_kind.n_labels(splits["train"]), p, seed, ckpt, train_idx,
-                                              dev_idx, common.patience, seed_run, vectors,
-                                              live_dir=live_root and live_root / f"seed{seed}")
-            else:
-                result = run_finetune_seed(kind, task_spec.metrics, splits, eval_split,
-                                           Path(config.BERT_MODELS[p.bert]),
-                                           method == "bert-finetune", p, seed, ckpt, train_idx,
-                                           dev_idx, common.patience, lr, seed_run,
-                                           live_dir=live_root and live_root / f"seed{seed}")
-                lr = result.lr
+            result = approach.train_seed(data, seed, ckpt_root / f"seed{seed}", seed_run,
+                                         live_root and live_root / f"seed{seed}")
             if seed_run is not None:
                 seed_run.log_metrics({**{f"eval_{k}": v for k, v in result.scores.items()},
                                       "best_epoch": result.best_epoch})
@@ -147,11 +145,6 @@ def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None,
                              "eval_split": eval_split, "references": gold,
                              "predictions": task_kind.readable(splits[eval_split], r.predictions)}
         for seed, r in zip(seeds, runs)}
-
-    oov_rate = None
-    if vectors is not None:  # the evaluation words with no static vector (x_k = 0)
-        oov_rate = round(vectors.oov_rate(
-            task_words(ex, f) for f in task_kind.FIELDS for ex in splits[eval_split]), 6)
     record = CellRecord(
         **header,
         scores={k: MetricScores.over_seeds([r.scores[k] for r in runs])
@@ -163,13 +156,35 @@ def run_cell(task: str, method: str, common: config.TransferCommon, p, run=None,
         mix_weights=None if runs[0].mix_weights is None else {
             part: [r.mix_weights[part] for r in runs] for part in runs[0].mix_weights},
         train_examples=len(train_idx), dev_examples=len(dev_idx),
-        eval_examples=len(splits[eval_split]), word_vector_oov_rate=oov_rate,
+        eval_examples=len(splits[eval_split]), word_vector_oov_rate=approach.eval_oov_rate(data),
         lr=None if runs[0].lr is None else [r.lr for r in runs], lr_search=runs[0].lr_search)
     if run is not None:
         prefix = "" if train_fraction == 1.0 else f"fraction{train_fraction}."
         run.log_metrics({f"{prefix}eval_{k}_{stat}": getattr(v, stat)
                          for k, v in record.scores.items() for stat in ("mean", "std")})
-    cost = CellCost(amount=sum(r.train_tokens for r in runs),
-                    unit="words" if method in config.FEATURE_METHODS else "sub-word tokens",
+    cost = CellCost(amount=sum(r.train_tokens for r in runs), unit=approach.unit,
                     params=runs[0].trainable_params, flops=sum(r.train_flops for r in runs))
     return Cell(record, cost, predictions)
+
+
+def cell_stage(stage_name: str, task: str, method: str, approach_of) -> None:
+    """The body of stage ``<stage_name>@<task>-<method>`` (``transfer`` and ``finetune``): run
+    the cell with the approach ``approach_of(method, params)`` builds, and write its record
+    (metrics/transfer/<task>/<method>.json), each seed's predictions, and its DVCLive curves
+    (dvclive/transfer/<task>/<method>/seed<N>/)."""
+    with stage(f"{stage_name}@{task}-{method}", None) as ctx:
+        common, p = config.load_transfer(method, ctx.params)
+        approach = approach_of(method, p)
+        ctx.log_params({"task": task, "method": method, "transfer": {
+            "common": config.as_dict(common), method: config.as_dict(p)}})
+        live = fresh_folder(Path("dvclive/transfer") / task / method)
+        cell = run_cell(task, approach, common, ctx.run, live_root=live)
+        write_predictions(predictions_dir(task, method), cell.predictions)
+        record = cell.record
+        write_json(Path("metrics/transfer") / task / f"{method}.json", record.to_json())
+        cost = cell.cost
+        ctx.compute(amount=cost.amount, unit=cost.unit, params=cost.params, flops=cost.flops)
+        if record.unavailable is not None:
+            ctx.summary(unavailable=record.unavailable)
+        else:
+            ctx.summary(**{record.primary: f"{record.mean:.4f} ± {record.std:.4f}"})

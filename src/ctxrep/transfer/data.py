@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -66,12 +67,28 @@ def evaluated_split(task: str, available, asked: str) -> str:
                     f"{' or '.join(EVAL_SPLIT_FALLBACK)} in its read_mirror")
 
 
-def load_task(task: str, common) -> dict:
-    """{"train": Dataset, <evaluated split>: Dataset}, subsampled by ``transfer.common``."""
+def load_task(task: str, common) -> tuple[dict, str]:
+    """``({"train": Dataset, <evaluated split>: Dataset}, <evaluated split>)``, subsampled by
+    ``transfer.common``."""
     dd = load_splits(task)
     eval_split = evaluated_split(task, dd, common.eval_split)
     return {"train": subsample(dd["train"], common.max_train_examples),
-            eval_split: subsample(dd[eval_split], common.max_eval_examples)}
+            eval_split: subsample(dd[eval_split], common.max_eval_examples)}, eval_split
+
+
+@dataclass
+class CellData:
+    """What every seed of a cell trains and is scored on."""
+
+    task: str
+    method: str
+    kind: str                  # the task's kind (:mod:`ctxrep.kinds`)
+    metrics: tuple[str, ...]   # the task's metrics; the first names the primary score
+    splits: dict               # "train" and the evaluated split → Dataset
+    eval_split: str
+    train_idx: list[int]       # rows of splits["train"] trained on
+    dev_idx: list[int]         # rows of splits["train"] held out to select on
+    patience: int              # dev evaluations without improvement before stopping
 
 
 def subsample(dataset, n: int):

@@ -7,7 +7,8 @@ does with them (targets, head, loss, predictions) is its ``word_task()`` (:mod:`
 
 The model trains on the training examples minus a dev split (``train_dev_indices``), is scored
 on dev after every epoch, keeps its best epoch (``BestOnDev``) and predicts the evaluation
-split once, at the end.
+split once, at the end. :class:`FeatureBased` is the approach a ``transfer`` cell runs
+(:func:`ctxrep.transfer.cell.run_cell`).
 """
 
 from __future__ import annotations
@@ -20,16 +21,19 @@ import numpy as np
 import torch
 from torch import nn
 
-from ctxrep import kinds, seeds
+from ctxrep import config, kinds, seeds
 from ctxrep.models.word_vectors import WordVectors
 from ctxrep.training.checkpoints import Checkpoints
 from ctxrep.training.loop import LoopConfig, train
 from ctxrep.models import feature_models as M
-from ctxrep.transfer.data import training_batches
+from ctxrep.transfer.data import CellData, training_batches
 from ctxrep.transfer.features import FeatureStore, task_words
 from ctxrep.transfer.record import SeedResult
 from ctxrep.transfer.scoring import primary_key, score
 from ctxrep.transfer.selection import BestOnDev, SelectsOnDev, epoch_losses
+
+FEATURES = Path("data/features")
+WORD_VECTORS = Path("data/models/static")
 
 
 def build_model(kind: str, method: str, n_layers: int, dim: int, n_labels: int, p,
@@ -186,3 +190,49 @@ def run_feature_transfer(kind: str, metric: str | Sequence[str], method: str, st
         train_loss=result.curve[-1][1] if result.curve else float("nan"),
         resumed_from=result.resumed_from, seconds=result.train_seconds,
         mix_weights=model.encoder.mix_weights())
+
+
+class FeatureBased:
+    """The feature-based approach of a cell (:class:`ctxrep.transfer.cell.Approach`): a task
+    model trained on a model's frozen features and/or the static word vectors, per ``method``."""
+
+    unit = "words"
+
+    def __init__(self, method: str, params):
+        if method not in config.FEATURE_METHODS:
+            raise ValueError(f"{method} is not a feature-based method "
+                             f"({', '.join(config.FEATURE_METHODS)}): its cells run in stage "
+                             f"finetune")
+        self.method, self.params = method, params
+        self.store: FeatureStore | None = None
+        self.vectors: WordVectors | None = None
+
+    def inputs(self, task: str) -> list[Path]:
+        """The model's features of ``task`` and the static word vectors, as the method reads
+        them."""
+        features = config.FEATURES_OF[self.method]
+        return ([FEATURES / features / task] if features is not None else []) + (
+            [WORD_VECTORS] if self.method in config.READS_WORD_VECTORS else [])
+
+    def prepare(self, data: CellData) -> None:
+        if config.FEATURES_OF[self.method] is not None:
+            self.store = FeatureStore(FEATURES / config.FEATURES_OF[self.method] / data.task)
+            self.store.check_examples(data.splits, data.kind)
+        if self.method in config.READS_WORD_VECTORS:
+            self.vectors = WordVectors.load(WORD_VECTORS)
+
+    def train_seed(self, data: CellData, seed: int, ckpt: Path, run,
+                   live_dir: Path | None) -> SeedResult:
+        n_labels = kinds.get(data.kind).n_labels(data.splits["train"])
+        return run_feature_transfer(data.kind, data.metrics, self.method, self.store, data.splits,
+                                    data.eval_split, n_labels, self.params, seed, ckpt,
+                                    data.train_idx, data.dev_idx, data.patience, run,
+                                    self.vectors, live_dir=live_dir)
+
+    def eval_oov_rate(self, data: CellData) -> float | None:
+        """The evaluation words with no static vector (x_k = 0)."""
+        if self.vectors is None:
+            return None
+        fields = kinds.get(data.kind).FIELDS
+        return round(self.vectors.oov_rate(
+            task_words(ex, f) for f in fields for ex in data.splits[data.eval_split]), 6)

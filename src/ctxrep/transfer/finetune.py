@@ -10,8 +10,9 @@ is the same run from a freshly initialised encoder of the same shape: the no-pre
     FinetuneModel         encoder + head
     FinetuneObjective     the loop's Objective: plan / batch / loss / evaluate
     run_finetune          one seed at one learning rate
-    run_finetune_seed     the entry point a transfer cell calls: one seed, its learning rate
-                          given, or chosen from the params' grid on the dev split
+    run_finetune_seed     one seed, its learning rate given, or chosen from the params' grid
+                          on the dev split
+    FineTuning            the approach a ``finetune`` cell runs (:mod:`ctxrep.transfer.cell`)
 
 The budget is in optimizer steps (``steps``, the schedule's length), not epochs: a task with
 400 training sentences gets as many updates as one with 40,000, and early stopping on the dev
@@ -37,12 +38,12 @@ from tokenizers import Tokenizer
 from torch import nn
 
 from ctxrep import kinds, seeds
-from ctxrep.config import FinetuneTransferParams
+from ctxrep.config import BERT_MODELS, FINETUNE_METHODS, FinetuneTransferParams
 from ctxrep.kinds.interface import Feature, TaskFormat
 from ctxrep.models.bert import BertConfig, BertModel, flops_per_token, init_bert_weights
 from ctxrep.models.bert_hf import config_from_hf, load_pretrained
 from ctxrep.training.loop import LoopConfig, train
-from ctxrep.transfer.data import training_batches
+from ctxrep.transfer.data import CellData, training_batches
 from ctxrep.transfer.record import SeedResult
 from ctxrep.transfer.scoring import primary_key, score
 from ctxrep.transfer.selection import BestOnDev, SelectsOnDev, interval_losses
@@ -197,9 +198,6 @@ def remove_checkpoints(ckpt_dir: Path) -> None:
         ckpt_dir.rmdir()
 
 
-def learning_rates(p: FinetuneTransferParams) -> list[float]:
-    """The rates ``p.lr`` names: one, or the grid to choose from on dev."""
-    return list(p.lr) if isinstance(p.lr, list) else [p.lr]
 
 
 def run_finetune_seed(kind: str, metric: str | Sequence[str], splits: dict, eval_split: str,
@@ -212,7 +210,7 @@ def run_finetune_seed(kind: str, metric: str | Sequence[str], splits: dict, eval
     score (the first on a tie). Its result names the rate (``lr``) and, for a grid, every
     rate's best dev score (``lr_search``). The evaluation split plays no part in the choice:
     each trial predicts it, but only the chosen trial's predictions are returned."""
-    rates = [lr] if lr is not None else learning_rates(p)
+    rates = [lr] if lr is not None else p.rates
     if len(rates) == 1:
         return run_finetune(kind, metric, splits, eval_split, model_dir, pretrained,
                             replace(p, lr=rates[0]), seed, ckpt_dir, train_idx, dev_idx,
@@ -324,6 +322,42 @@ def run_finetune(kind: str, metric: str | Sequence[str], splits: dict, eval_spli
     )
 
 
-__all__ = ["run_finetune", "run_finetune_seed", "learning_rates", "build_encoder",
+class FineTuning:
+    """The fine-tuning approach of a cell (:class:`ctxrep.transfer.cell.Approach`): BERT from
+    ``params.bert``, pretrained (``bert-finetune``) or freshly initialised (``bert-scratch``),
+    trained with a head. The first seed's rate (chosen on dev where ``params.lr`` is a grid)
+    trains the others."""
+
+    unit = "sub-word tokens"
+
+    def __init__(self, method: str, params: FinetuneTransferParams):
+        if method not in FINETUNE_METHODS:
+            raise ValueError(f"{method} is not a fine-tuning method "
+                             f"({', '.join(FINETUNE_METHODS)}): its cells run in "
+                             f"stage transfer")
+        self.method, self.params = method, params
+        self.model_dir = Path(BERT_MODELS[params.bert])
+        self.lr: float | None = None
+
+    def inputs(self, task: str) -> list[Path]:
+        return [self.model_dir]
+
+    def prepare(self, data: CellData) -> None:
+        self.lr = None
+
+    def train_seed(self, data: CellData, seed: int, ckpt: Path, run,
+                   live_dir: Path | None) -> SeedResult:
+        result = run_finetune_seed(data.kind, data.metrics, data.splits, data.eval_split,
+                                   self.model_dir, self.method == "bert-finetune", self.params,
+                                   seed, ckpt, data.train_idx, data.dev_idx, data.patience,
+                                   self.lr, run, live_dir=live_dir)
+        self.lr = result.lr
+        return result
+
+    def eval_oov_rate(self, data: CellData) -> float | None:
+        return None
+
+
+__all__ = ["FineTuning", "run_finetune", "run_finetune_seed", "build_encoder",
            "load_tokenizer", "read_bert_config", "FinetuneModel", "FinetuneObjective", "collate",
            "infer"]

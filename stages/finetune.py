@@ -1,0 +1,15 @@
+"""Stage finetune@<task>-<method>: one fine-tuned grid cell (bert-finetune, bert-scratch) over
+every seed.
+
+Writes what a feature-based cell of stage transfer writes, in the same places
+(metrics/transfer/<task>/<method>.json, each seed's predictions and DVCLive curves; see
+ctxrep.transfer.cell), with the rate each seed trained at and, where the params give a grid, each
+rate's dev score. Feature-based methods run in stage transfer: this one imports none of their code.
+"""
+
+import sys
+
+from ctxrep.transfer.cell import cell_stage
+from ctxrep.transfer.finetune import FineTuning
+
+cell_stage("finetune", sys.argv[1], sys.argv[2], FineTuning)
