@@ -32,6 +32,39 @@ def test_unknown_metric_is_rejected():
         load_metric("bleu")
 
 
+def test_the_catalogue_names_keys_each_module_returns_and_statistics_the_bootstrap_knows():
+    """Every metric module's catalogue entry: its headline key and each resampled key are keys
+    the module returns; each statistic is one the bootstrap computes, and on the same inputs
+    gives the module's value: both in percent once scaled (statistics are fractions)."""
+    from ctxrep.analysis.bootstrap import example_stats, metric_value
+    from ctxrep.metrics import CATALOGUE, metric_info
+
+    labels, gold = [0, 1, 1, 0, 2, 1], [0, 1, 0, 0, 1, 1]
+    tags, gold_tags = [["B-PER", "O"], ["O", "B-LOC"]], [["B-PER", "O"], ["B-LOC", "O"]]
+    inputs = {  # module inputs, and the statistic's (as the transfer saves predictions)
+        "accuracy": ((labels, gold), (labels, gold)),
+        "macro_f1": ((labels, gold), (labels, gold)),
+        "binary_f1": (([0, 1, 1, 0], [0, 1, 0, 1]),) * 2,
+        "matthews_correlation": (([0, 1, 1, 0], [0, 1, 0, 1]),) * 2,
+        "pearson_spearman": (([0.1, 0.5, 0.2, 0.9], [0.0, 0.4, 0.3, 1.0]),) * 2,
+        "seqeval_f1": ((tags, gold_tags),) * 2,
+        "token_accuracy": ((tags, gold_tags),) * 2,
+        "squad": (([_p("a", "the cat"), _p("b", "a dog")], [_q("a", "cat"), _q("b", "dog house")]),
+                  (["the cat", "a dog"], [["cat"], ["dog house"]])),
+    }
+    assert set(inputs) == set(CATALOGUE) == set(METRIC_NAMES)
+    for name, entry in CATALOGUE.items():
+        (preds, refs), (stat_preds, stat_refs) = inputs[name]
+        out = compute(name, preds, refs)
+        assert entry.headline in out and set(entry.statistics) <= set(out), name
+        assert metric_info(name) is entry
+        for key, statistic in entry.statistics.items():
+            value = metric_value(statistic, example_stats(statistic, stat_preds, stat_refs))
+            assert value * 100.0 == approx(out[key] * entry.percent), (name, key)
+    with pytest.raises(ValueError, match="unknown metric 'bleu'"):
+        metric_info("bleu")
+
+
 # --- accuracy ----------------------------------------------------------------
 
 

@@ -20,7 +20,7 @@ constant leaves r unchanged; shifting by the first value makes a constant predic
 statistics exactly zero (so its r is exactly 0, as the metric module defines it) and keeps the
 sums small. Spearman's ρ has no such sums (ranks change under resampling): it gets no CI.
 
-``STATISTIC`` maps a metric module's output key to its statistic.
+``STATISTIC`` maps a metric module's output key to its statistic (:data:`ctxrep.metrics.CATALOGUE`).
 
 A paired comparison of methods A and B on the same evaluation examples and the same seeds is
 
@@ -42,21 +42,17 @@ from functools import cache
 import numpy as np
 
 from ctxrep import seeds
+from ctxrep.metrics import CATALOGUE, metric_path
 
 BOOTSTRAP_SEED = seeds.BOOTSTRAP
 
-# (metric module, key of its output) → the per-example statistic that sums to it
-STATISTIC = {("accuracy", "accuracy"): "accuracy", ("macro_f1", "macro_f1"): "macro_f1",
-             ("token_accuracy", "token_accuracy"): "token_accuracy",
-             ("seqeval_f1", "f1"): "entity_f1", ("squad", "f1"): "squad_f1",
-             ("squad", "exact_match"): "squad_em", ("binary_f1", "binary_f1"): "binary_f1",
-             ("matthews_correlation", "matthews_correlation"): "matthews",
-             ("pearson_spearman", "pearson"): "pearson"}
+# (metric module, key of its output) → the per-example statistic that sums to it, from the
+# metric catalogue
+STATISTIC = {(name, key): statistic for name, metric in CATALOGUE.items()
+             for key, statistic in metric.statistics.items()}
 
 
 def _squad_module():
-    from ctxrep.metrics import metric_path
-
     spec = importlib.util.spec_from_file_location("ctxrep_squad_metric", metric_path("squad"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -2,7 +2,10 @@
 
 Each metric lives in `metrics/<name>/<name>.py` and is loaded by local path, so
 nothing is fetched from the Hub (which is unreachable here; `evaluate.load("accuracy")`
-would fail). Metrics, the keys they return, and where they are the official number:
+would fail). What else the project needs to know of a metric is its entry in ``CATALOGUE``
+(:class:`Metric`): the key of its headline number, the per-example statistic each key is
+resampled from (:mod:`ctxrep.analysis.bootstrap`), and the factor to percent. Metrics, the
+keys they return, and where they are the official number:
 
     accuracy              accuracy                        SST, WiC, SICK-E, MRPC/QQP (beside F1)
     macro_f1              macro_f1, per_class_f1          secondary for classification
@@ -33,6 +36,7 @@ import os
 import shutil
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,14 +44,43 @@ from typing import Any
 # Hub lookup inside `evaluate` fail fast instead of waiting on a connection.
 os.environ.setdefault("HF_EVALUATE_OFFLINE", "1")
 
-METRIC_NAMES = ("accuracy", "macro_f1", "binary_f1", "matthews_correlation", "pearson_spearman",
-                "seqeval_f1", "token_accuracy", "squad")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """What the project needs to know of a metric module besides its code."""
+
+    headline: str                # the key of the number a task reports (its primary score)
+    statistics: dict[str, str]   # output key → the per-example statistic whose sums give it
+                                 # (ctxrep.analysis.bootstrap.example_stats); keys absent get no CI
+    percent: float = 100.0       # factor that turns its values into percent (SQuAD's are already)
+
+
+CATALOGUE = {
+    "accuracy": Metric("accuracy", {"accuracy": "accuracy"}),
+    "macro_f1": Metric("macro_f1", {"macro_f1": "macro_f1"}),
+    "binary_f1": Metric("binary_f1", {"binary_f1": "binary_f1"}),
+    "matthews_correlation": Metric("matthews_correlation",
+                                   {"matthews_correlation": "matthews"}),
+    # Spearman's rho has no per-example sums (ranks change under resampling): no CI
+    "pearson_spearman": Metric("pearson", {"pearson": "pearson"}),
+    "seqeval_f1": Metric("f1", {"f1": "entity_f1"}),
+    "token_accuracy": Metric("token_accuracy", {"token_accuracy": "token_accuracy"}),
+    "squad": Metric("f1", {"f1": "squad_f1", "exact_match": "squad_em"}, percent=1.0),
+}
+METRIC_NAMES = tuple(CATALOGUE)
+
+
+def metric_info(name: str) -> Metric:
+    """The catalogue's entry of metric module ``name``."""
+    if name not in CATALOGUE:
+        raise ValueError(f"unknown metric {name!r}; known: {', '.join(METRIC_NAMES)}")
+    return CATALOGUE[name]
 
 
 def metric_path(name: str) -> Path:
     """Path of the metric script `<package>/metrics/<name>/<name>.py`."""
-    if name not in METRIC_NAMES:
-        raise ValueError(f"unknown metric {name!r}; known: {', '.join(METRIC_NAMES)}")
+    metric_info(name)  # stops on an unknown name
     return Path(__file__).parent / name / f"{name}.py"
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ctxrep.metrics import metric_info
 from ctxrep.transfer.record import CellRecord
 from ctxrep.report.papers import PUBLISHED, published
 
@@ -36,8 +37,8 @@ TABLES = (
 
 
 def percent_scale(metric: str) -> float:
-    """Factor that turns a metric module's value into percent (SQuAD's F1 already is one)."""
-    return 1.0 if metric == "squad" else 100.0
+    """Factor that turns a metric module's value into percent (the metric catalogue's)."""
+    return metric_info(metric).percent
 
 
 # Bootstrap intervals and claim differences come from ctxrep.analysis.bootstrap's per-example

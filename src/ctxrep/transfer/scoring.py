@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ctxrep import kinds
-from ctxrep.metrics import compute
+from ctxrep.metrics import compute, metric_info
 
 
 def metric_names(metric: str | Sequence[str]) -> tuple[str, ...]:
@@ -37,5 +37,4 @@ def score(kind: str, metric: str | Sequence[str], dataset, predictions: list) ->
 
 def primary_key(metric: str | Sequence[str]) -> str:
     """The key of the headline number in the primary metric's output."""
-    primary = metric_names(metric)[0]
-    return {"seqeval_f1": "f1", "squad": "f1", "pearson_spearman": "pearson"}.get(primary, primary)
+    return metric_info(metric_names(metric)[0]).headline
