@@ -41,6 +41,15 @@ _VERBS = ["plays", "holds", "describes", "builds", "follows", "opens", "leads", 
 _ADJS = ["old", "new", "large", "small", "early", "famous", "local", "national", "modern"]
 
 
+def cell_data(kind: str, metric, splits: dict, train_idx: list[int], dev_idx: list[int],
+              patience: int = 0, method: str = "", eval_split: str = "validation"):
+    """What a cell's seeds train on (:class:`ctxrep.transfer.data.CellData`), for a fixture."""
+    from ctxrep.transfer.data import CellData
+
+    return CellData("fixture", method, kind, metric, splits, eval_split, train_idx, dev_idx,
+                    patience)
+
+
 def make_sentence(rng: random.Random) -> str:
     words = ["The", rng.choice(_ADJS), rng.choice(_NOUNS), rng.choice(_VERBS), "a",
              rng.choice(_NOUNS)]

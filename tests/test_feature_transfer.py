@@ -12,6 +12,7 @@ from ctxrep.models.word_vectors import WordVectors
 from ctxrep.models.feature_models import WordFeatures
 from ctxrep.transfer.feature_train import build_model, run_feature_transfer
 from ctxrep.transfer.features import FeatureStore, FieldWriter, task_words
+from tests.conftest import cell_data
 
 N_LAYERS, DIM, VEC_DIM = 3, 8, 4
 
@@ -68,9 +69,10 @@ def params(**kw):
 def fit(tmp_path, kind, metric, dataset, signal, n_labels, method="elmo"):
     store = write_store(tmp_path / "f", kind, dataset, signal)
     every = list(range(len(dataset)))  # dev = train, no early stopping: the overfitting check
-    out = run_feature_transfer(kind, metric, method, store, {"train": dataset, "validation": dataset},
-                               "validation", n_labels, params(), 0, tmp_path / "ck", every, every, 0,
-                               vectors=NO_VECTORS)
+    assert kinds.get(kind).n_labels(dataset) == n_labels  # the head's size, read off the schema
+    data = cell_data(kind, metric, {"train": dataset, "validation": dataset}, every, every,
+                     method=method)
+    out = run_feature_transfer(data, params(), 0, tmp_path / "ck", store, NO_VECTORS)
     return out
 
 
@@ -220,9 +222,8 @@ def test_a_static_cell_learns_from_the_word_vectors_it_is_given(tmp_path):
     informative = word_vectors(VOCAB, lambda w: one_hot(int(w[1:])))
     scores = {}
     for name, vectors in (("informative", informative), ("oov", NO_VECTORS)):
-        out = run_feature_transfer("tagging", "token_accuracy", "static", None, splits,
-                                   "validation", 3, params(epochs=8), 0, tmp_path / name,
-                                   every, every, 0, vectors=vectors)
+        data = cell_data("tagging", "token_accuracy", splits, every, every, method="static")
+        out = run_feature_transfer(data, params(epochs=8), 0, tmp_path / name, vectors=vectors)
         scores[name] = out.scores["token_accuracy"]
     tags = [t for s in evaluation["tags"] for t in s]
     majority = max(tags.count(t) for t in set(tags)) / len(tags)
@@ -240,9 +241,9 @@ def test_the_objective_batches_the_task_words_vectors(tmp_path):
     vectors = word_vectors(["the", "bank"])
     store = write_store(tmp_path / "f", "tagging", ds, lambda ex, f, j: 0)
     model = build_model("tagging", "elmo", N_LAYERS, DIM, 2, params(), VEC_DIM)
-    objective = FeatureTaskObjective(model, "tagging", store, {"train": ds, "validation": ds},
-                                     "validation", "token_accuracy", params(), 0, [0], [1], 0,
-                                     vectors)
+    data = cell_data("tagging", "token_accuracy", {"train": ds, "validation": ds}, [0], [1],
+                     method="elmo")
+    objective = FeatureTaskObjective(model, data, params(), 0, store, vectors)
     batch = objective.batch([0, 1], 0)
     x = batch["layers"].vectors
     assert x.shape == (2, 3, VEC_DIM) and batch["layers"].layers.shape == (2, N_LAYERS, 3, DIM)
@@ -289,10 +290,10 @@ def test_feature_tagger_converges_to_the_lookup_table(tmp_path):
                          [train[i]["tags"] for i in train_idx], evaluation["tokens"])
     lookup_acc = np.mean([p == g for ps, gs in zip(lookup, evaluation["tags"])
                           for p, g in zip(ps, gs)])
-    out = run_feature_transfer("tagging", "token_accuracy", "elmo", store,
-                               {"train": train, "validation": evaluation}, "validation", 3,
-                               params(epochs=60, batch_size=8, lr=0.01), 0, tmp_path / "ck",
-                               train_idx, dev_idx, 3, vectors=word_vectors(VOCAB))
+    data = cell_data("tagging", "token_accuracy", {"train": train, "validation": evaluation},
+                     train_idx, dev_idx, 3, method="elmo")
+    out = run_feature_transfer(data, params(epochs=60, batch_size=8, lr=0.01), 0,
+                               tmp_path / "ck", store, word_vectors(VOCAB))
     assert lookup_acc == 1.0
     assert out.scores["token_accuracy"] >= lookup_acc
 
@@ -317,10 +318,10 @@ def test_model_selection_never_reads_the_evaluation_split(tmp_path, monkeypatch)
     for i, eval_set in enumerate((evaluation, scrambled)):
         calls.clear()
         store = write_store(tmp_path / f"f{i}", "tagging", train, word_signal, eval_set)
-        runs.append(run_feature_transfer(
-            "tagging", "token_accuracy", "elmo", store, {"train": train, "validation": eval_set},
-            "validation", 3, params(epochs=8), 0, tmp_path / f"ck{i}",
-            *train_dev_indices(len(train), 0.2), 2, vectors=NO_VECTORS))
+        data = cell_data("tagging", "token_accuracy", {"train": train, "validation": eval_set},
+                         *train_dev_indices(len(train), 0.2), 2, method="elmo")
+        runs.append(run_feature_transfer(data, params(epochs=8), 0, tmp_path / f"ck{i}", store,
+                                         NO_VECTORS))
         assert calls[-1] == "validation" and calls.count("validation") == 1
     assert runs[0].curve == runs[1].curve
     assert runs[0].best_epoch == runs[1].best_epoch

@@ -25,6 +25,7 @@ from ctxrep.transfer.finetune import (
     run_finetune,
     run_finetune_seed,
 )
+from tests.conftest import cell_data
 
 # ---------------------------------------------------------------------------------------------
 # Tiny task data (canonical schemas)
@@ -183,9 +184,9 @@ def finetune(model_dir, tmp_path, kind, metric, dataset, seed=0, pretrained=True
     every = list(range(len(dataset)))
     per_epoch = math.ceil(len(dataset) / overrides.get("batch_size", 4))
     p = params(**{"steps": epochs * per_epoch, "eval_every": per_epoch, **overrides})
-    return run_finetune_seed(kind, metric, {"train": dataset, "validation": dataset},
-                             "validation", model_dir, pretrained, p, seed,
-                             tmp_path / f"ckpt-{seed}", every, every, patience)
+    data = cell_data(kind, metric, {"train": dataset, "validation": dataset}, every, every,
+                     patience)
+    return run_finetune_seed(data, model_dir, pretrained, p, seed, tmp_path / f"ckpt-{seed}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -340,8 +341,9 @@ def test_errors_are_clear(model_dir, tmp_path):
     with pytest.raises(ValueError, match="unknown task kind 'ranking'"):
         finetune(model_dir, tmp_path, "ranking", "accuracy", data)
     with pytest.raises(ValueError, match="nothing to fine-tune on"):
-        run_finetune("classification", "accuracy", {"train": data.select([]), "validation": data},
-                     "validation", model_dir, True, params(), 0, tmp_path / "ckpt", [], [], 0)
+        run_finetune(cell_data("classification", "accuracy",
+                               {"train": data.select([]), "validation": data}, [], []),
+                     model_dir, True, params(), 0, tmp_path / "ckpt")
     with pytest.raises(FileNotFoundError, match=str(tmp_path / "empty" / "config.json")):
         (tmp_path / "empty").mkdir()
         finetune(tmp_path / "empty", tmp_path, "classification", "accuracy", data)
@@ -385,15 +387,13 @@ def test_a_grid_of_rates_keeps_the_best_on_dev_and_matches_a_run_at_that_rate(mo
     # dev = the first 4 examples only: the choice must come from dev, never the evaluation split
     dev = every[:4]
     grid = params(steps=6, eval_every=3, lr=[1e-5, 3e-3])
-    out = run_finetune_seed("classification", "accuracy", {"train": data, "validation": data},
-                            "validation", model_dir, True, grid, 0, tmp_path / "grid", every,
-                            dev, 0)
+    cell = cell_data("classification", "accuracy", {"train": data, "validation": data}, every,
+                     dev)
+    out = run_finetune_seed(cell, model_dir, True, grid, 0, tmp_path / "grid")
     assert set(out.lr_search) == {"1e-05", "0.003"}
     best = max(grid.lr, key=lambda lr: out.lr_search[f"{lr:g}"])
     assert out.lr == best and out.dev_score == out.lr_search[f"{best:g}"]
-    alone = run_finetune_seed("classification", "accuracy", {"train": data, "validation": data},
-                              "validation", model_dir, True, grid, 0, tmp_path / "alone", every,
-                              dev, 0, lr=best)
+    alone = run_finetune_seed(cell, model_dir, True, grid, 0, tmp_path / "alone", lr=best)
     assert alone.predictions == out.predictions and alone.train_loss == out.train_loss
     assert alone.lr_search is None
     assert not (tmp_path / "grid").exists()  # every trial's checkpoints removed
@@ -403,6 +403,6 @@ def test_a_single_rate_run_refuses_a_grid(model_dir, tmp_path):
     data = classification_set()
     every = list(range(len(data)))
     with pytest.raises(TypeError, match="is a grid"):
-        run_finetune("classification", "accuracy", {"train": data, "validation": data},
-                     "validation", model_dir, True, params(lr=[1e-3, 3e-3]), 0, tmp_path / "c",
-                     every, every, 0)
+        run_finetune(cell_data("classification", "accuracy", {"train": data, "validation": data},
+                               every, every),
+                     model_dir, True, params(lr=[1e-3, 3e-3]), 0, tmp_path / "c")

@@ -11,6 +11,7 @@ from ctxrep import kinds
 from ctxrep.data.schemas import KINDS
 from ctxrep.kinds import target_word
 from ctxrep.kinds.span_qa import answer_words
+from tests.conftest import cell_data
 
 
 def test_every_canonical_kind_has_its_text_fields():
@@ -311,10 +312,9 @@ def test_a_new_kind_is_one_module_and_a_registry_entry(binary_kind, tmp_path):
     model = build_model("binary_classification", "elmo-token", 3, 8, kind.n_labels(data), p)
     assert model.head[-1].out_features == 1                      # one logit
     every = list(range(len(data)))
-    out = run_feature_transfer("binary_classification", "accuracy", "elmo-token",
-                               FeatureStore(root), {"train": data, "validation": data},
-                               "validation", kind.n_labels(data), p, 0, tmp_path / "ck", every,
-                               every, 0)
+    cell = cell_data("binary_classification", "accuracy", {"train": data, "validation": data},
+                     every, every, method="elmo-token")
+    out = run_feature_transfer(cell, p, 0, tmp_path / "ck", FeatureStore(root))
     assert out.scores["accuracy"] == 1.0 and set(out.predictions) == {0, 1}
 
 
@@ -341,9 +341,9 @@ def test_a_new_kind_fine_tunes(binary_kind, tmp_path):
     p = defaults("transfer.bert-finetune", steps=6, eval_every=3, batch_size=4, lr=1e-3, warmup_fraction=0.1,
                  weight_decay=0.0, max_seq_len=16, doc_stride=8, dropout=0.0)
     every = list(range(len(data)))
-    out = run_finetune("binary_classification", "accuracy", {"train": data, "validation": data},
-                       "validation", tmp_path / "bert", True, p, 0, tmp_path / "ck", every,
-                       every, 0)
+    cell = cell_data("binary_classification", "accuracy", {"train": data, "validation": data},
+                     every, every)
+    out = run_finetune(cell, tmp_path / "bert", True, p, 0, tmp_path / "ck")
     assert set(out.scores) == {"accuracy"} and len(out.predictions) == 12
     assert set(out.predictions) <= {0, 1}
     assert out.trainable_params == sum(x.numel() for x in BertForPreTraining(config).bert

@@ -14,7 +14,6 @@ split once, at the end. :class:`FeatureBased` is the approach a ``transfer`` cel
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -52,12 +51,12 @@ class FeatureTaskObjective(SelectsOnDev):
     targets and outputs into a loss and predictions. ``store`` (model features) or ``vectors``
     (word vectors) is None when the method does not read it."""
 
-    def __init__(self, model, kind: str, store: FeatureStore | None, splits: dict,
-                 eval_split: str, metric: str | Sequence[str], p, seed: int, train_idx: list[int],
-                 dev_idx: list[int], patience: int, vectors: WordVectors | None = None):
-        self.model, self.kind, self.p, self.seed, self.metric = model, kind, p, seed, metric
+    def __init__(self, model, data: CellData, p, seed: int, store: FeatureStore | None = None,
+                 vectors: WordVectors | None = None):
+        kind, splits, train_idx, dev_idx = data.kind, data.splits, data.train_idx, data.dev_idx
+        self.model, self.kind, self.p, self.seed, self.metric = model, kind, p, seed, data.metrics
         self.task = kinds.get(kind).word_task()
-        self.splits, self.eval_split = splits, eval_split
+        self.splits, self.eval_split = splits, data.eval_split
         self.fields = fields = kinds.get(kind).FIELDS
         self.features = {s: [store.field(s, f) if store is not None else None for f in fields]
                          for s in splits}
@@ -74,7 +73,7 @@ class FeatureTaskObjective(SelectsOnDev):
         words = [sum(n) for n in zip(*(self._lengths("train", f) for f in range(len(fields))))]
         self.train_lengths = [words[i] for i in train_idx]  # what each epoch's batching reads
         self.dev_set = splits["train"].select(dev_idx)
-        self.selection = BestOnDev(model, primary_key(metric), patience)
+        self.selection = BestOnDev(model, primary_key(data.metrics), data.patience)
 
     def _lengths(self, split: str, field: int) -> list[int]:
         """Each example's word count in text field ``field``."""
@@ -152,32 +151,31 @@ class FeatureTaskObjective(SelectsOnDev):
         return score(self.kind, self.metric, self.dev_set, self.predict("train", self.dev_idx))
 
 
-def run_feature_transfer(kind: str, metric: str | Sequence[str], method: str, store: FeatureStore | None,
-                         splits: dict, eval_split: str, n_labels: int, p, seed: int,
-                         ckpt_dir: Path, train_idx: list[int], dev_idx: list[int], patience: int,
-                         run=None, vectors: WordVectors | None = None,
-                         live_dir: Path | None = None) -> SeedResult:
-    """Train ``method`` on ``store``'s model features and/or the word ``vectors`` (x_k), select
-    its epoch on dev, score it on ``eval_split``. Curves go to ``run`` and ``live_dir``."""
+def run_feature_transfer(data: CellData, p, seed: int, ckpt_dir: Path,
+                         store: FeatureStore | None = None, vectors: WordVectors | None = None,
+                         run=None, live_dir: Path | None = None) -> SeedResult:
+    """Train ``data.method`` on ``store``'s model features and/or the word ``vectors`` (x_k),
+    select its epoch on dev, score it on the evaluated split. Curves go to ``run`` and
+    ``live_dir``."""
     torch.manual_seed(seed)
     n_layers, dim = (store.n_layers, store.dim) if store is not None else (0, 0)
-    model = build_model(kind, method, n_layers, dim, n_labels, p,
+    n_labels = kinds.get(data.kind).n_labels(data.splits["train"])
+    model = build_model(data.kind, data.method, n_layers, dim, n_labels, p,
                         vectors.dim if vectors is not None else 0)
-    objective = FeatureTaskObjective(model, kind, store, splits, eval_split, metric, p, seed,
-                                     train_idx, dev_idx, patience, vectors)
-    steps_per_epoch = math.ceil(len(train_idx) / p.batch_size)
+    objective = FeatureTaskObjective(model, data, p, seed, store, vectors)
+    steps_per_epoch = math.ceil(len(data.train_idx) / p.batch_size)
     steps = p.epochs * steps_per_epoch
     # A dev evaluation and a checkpoint per epoch: early stopping, and a killed cell resumes
     # its current seed where it stopped. No weight decay, no warm-up.
     cfg = LoopConfig.per_epoch(p, steps_per_epoch, seed, weight_decay=0.0, warmup_fraction=0.0,
                                log_every=max(1, steps // 20))
-    result = train(objective, cfg, ckpt_dir, run, desc=f"{method} seed {seed}",
+    result = train(objective, cfg, ckpt_dir, run, desc=f"{data.method} seed {seed}",
                    live_dir=live_dir)
     Checkpoints(ckpt_dir).clear()
     objective.selection.restore()
     model.eval()
-    predictions = objective.predict(eval_split)
-    scores = score(kind, metric, splits[eval_split], predictions)
+    predictions = objective.predict(data.eval_split)
+    scores = score(data.kind, data.metrics, data.splits[data.eval_split], predictions)
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     # Training FLOPs ~ 6 x weights x tokens (forward 2, backward 4 per weight and token; the
     # frozen features were computed once, by extract). Heads run per sentence: a slight over-count.
@@ -185,7 +183,7 @@ def run_feature_transfer(kind: str, metric: str | Sequence[str], method: str, st
         scores=scores, predictions=predictions, best_epoch=objective.selection.best_epoch,
         curve={"train_loss": epoch_losses(result.curve, steps_per_epoch),
                "dev": [round(x, 6) for x in objective.selection.history]},
-        train_examples=len(train_idx), steps=result.steps, train_tokens=result.train_tokens,
+        train_examples=len(data.train_idx), steps=result.steps, train_tokens=result.train_tokens,
         trainable_params=trainable, train_flops=6.0 * trainable * result.train_tokens,
         train_loss=result.curve[-1][1] if result.curve else float("nan"),
         resumed_from=result.resumed_from, seconds=result.train_seconds,
@@ -223,11 +221,8 @@ class FeatureBased:
 
     def train_seed(self, data: CellData, seed: int, ckpt: Path, run,
                    live_dir: Path | None) -> SeedResult:
-        n_labels = kinds.get(data.kind).n_labels(data.splits["train"])
-        return run_feature_transfer(data.kind, data.metrics, self.method, self.store, data.splits,
-                                    data.eval_split, n_labels, self.params, seed, ckpt,
-                                    data.train_idx, data.dev_idx, data.patience, run,
-                                    self.vectors, live_dir=live_dir)
+        return run_feature_transfer(data, self.params, seed, ckpt, self.store, self.vectors, run,
+                                    live_dir)
 
     def eval_oov_rate(self, data: CellData) -> float | None:
         """The evaluation words with no static vector (x_k = 0)."""

@@ -200,9 +200,8 @@ def remove_checkpoints(ckpt_dir: Path) -> None:
 
 
 
-def run_finetune_seed(kind: str, metric: str | Sequence[str], splits: dict, eval_split: str,
-                      model_dir: Path, pretrained: bool, p: FinetuneTransferParams, seed: int,
-                      ckpt_dir: Path, train_idx: list[int], dev_idx: list[int], patience: int,
+def run_finetune_seed(data: CellData, model_dir: Path, pretrained: bool,
+                      p: FinetuneTransferParams, seed: int, ckpt_dir: Path,
                       lr: float | None = None, run=None, device=None,
                       live_dir: Path | None = None) -> SeedResult:
     """One seed of a fine-tuning cell at rate ``lr``; with ``lr`` None, at every rate of
@@ -212,17 +211,15 @@ def run_finetune_seed(kind: str, metric: str | Sequence[str], splits: dict, eval
     each trial predicts it, but only the chosen trial's predictions are returned."""
     rates = [lr] if lr is not None else p.rates
     if len(rates) == 1:
-        return run_finetune(kind, metric, splits, eval_split, model_dir, pretrained,
-                            replace(p, lr=rates[0]), seed, ckpt_dir, train_idx, dev_idx,
-                            patience, run, device, live_dir)
+        return run_finetune(data, model_dir, pretrained, replace(p, lr=rates[0]), seed, ckpt_dir,
+                            run, device, live_dir)
     trials = {}
     for rate in rates:
         name = f"lr{rate:g}"
         with (run.child(f"{name}", {"lr": rate}) if run is not None
               else contextlib.nullcontext()) as trial_run:
-            trials[rate] = run_finetune(kind, metric, splits, eval_split, model_dir, pretrained,
-                                        replace(p, lr=rate), seed, Path(ckpt_dir) / name,
-                                        train_idx, dev_idx, patience, trial_run, device,
+            trials[rate] = run_finetune(data, model_dir, pretrained, replace(p, lr=rate), seed,
+                                        Path(ckpt_dir) / name, trial_run, device,
                                         live_dir and Path(live_dir) / name)
         log.info("seed %d, lr %g: best dev score %.4f", seed, rate, trials[rate].dev_score)
     remove_checkpoints(Path(ckpt_dir))  # the trials' folders are gone: the seed's own too
@@ -231,18 +228,18 @@ def run_finetune_seed(kind: str, metric: str | Sequence[str], splits: dict, eval
                                             for rate in rates})
 
 
-def run_finetune(kind: str, metric: str | Sequence[str], splits: dict, eval_split: str, model_dir: Path,
-                 pretrained: bool, p: FinetuneTransferParams, seed: int, ckpt_dir: Path,
-                 train_idx: list[int], dev_idx: list[int], patience: int,
-                 run=None, device=None, live_dir: Path | None = None) -> SeedResult:
+def run_finetune(data: CellData, model_dir: Path, pretrained: bool, p: FinetuneTransferParams,
+                 seed: int, ckpt_dir: Path, run=None, device=None,
+                 live_dir: Path | None = None) -> SeedResult:
     """Fine-tune BERT from ``model_dir`` (``pretrained``) or from a seeded random init of the
-    same config on the ``train_idx`` rows of ``splits["train"]`` at rate ``p.lr`` (a number),
-    keep the weights with the best score on its ``dev_idx`` rows (scored every
-    ``p.eval_every`` steps), and score ``splits[eval_split]`` with ``metric`` once, at the end.
+    same config on the ``data.train_idx`` rows of its training split at rate ``p.lr`` (a
+    number), keep the weights with the best score on its ``data.dev_idx`` rows (scored every
+    ``p.eval_every`` steps), and score the evaluated split with the task's metrics once, at the
+    end.
     Curves go to ``run`` (MLflow) and ``live_dir`` (DVCLive).
 
     At most ``p.steps`` steps, each a batch of ``p.batch_size`` features (examples, or context
-    windows for span QA), the data reshuffled each epoch; ``patience`` evaluations without a
+    windows for span QA), the data reshuffled each epoch; ``data.patience`` evaluations without a
     better dev score end it sooner. A checkpoint is written at every evaluation so a killed run
     resumes where it stopped; it is removed once training ends (``ckpt_dir`` must be this run's
     own: a step folder left there by another run would be resumed).
@@ -251,14 +248,15 @@ def run_finetune(kind: str, metric: str | Sequence[str], splits: dict, eval_spli
     is not counted); ``train_features`` counts the sequences trained on.
     """
     started = time.perf_counter()
+    kind, metric, splits, eval_split = data.kind, data.metrics, data.splits, data.eval_split
     task_kind = kinds.get(kind)  # stops on an unknown kind
     if isinstance(p.lr, list):
         raise TypeError(f"run_finetune trains at one rate; lr={p.lr} is a grid (run_finetune_seed)")
     for split in ("train", eval_split):
         if split not in splits:
             raise ValueError(f"splits: no {split!r} split (have {sorted(splits)})")
-    train_set, eval_set = splits["train"].select(train_idx), splits[eval_split]
-    dev_set = splits["train"].select(dev_idx)
+    train_set, eval_set = splits["train"].select(data.train_idx), splits[eval_split]
+    dev_set = splits["train"].select(data.dev_idx)
     if len(train_set) == 0 or len(dev_set) == 0:
         raise ValueError(f"need training and dev examples (have {len(train_set)} and "
                          f"{len(dev_set)}): nothing to fine-tune on")
@@ -291,7 +289,7 @@ def run_finetune(kind: str, metric: str | Sequence[str], splits: dict, eval_spli
                              compile=p.compile, precision=p.precision)
     objective = FinetuneObjective(model, task, train_features, dev_features, dev_set, kind,
                                   metric, p.batch_size, seed, tokenizer.token_to_id("[PAD]"),
-                                  device, patience)
+                                  device, data.patience)
     result = train(objective, loop_config, Path(ckpt_dir), run,
                    desc=f"{'bert-finetune' if pretrained else 'bert-scratch'} {kind}",
                    live_dir=live_dir)
@@ -347,10 +345,8 @@ class FineTuning:
 
     def train_seed(self, data: CellData, seed: int, ckpt: Path, run,
                    live_dir: Path | None) -> SeedResult:
-        result = run_finetune_seed(data.kind, data.metrics, data.splits, data.eval_split,
-                                   self.model_dir, self.method == "bert-finetune", self.params,
-                                   seed, ckpt, data.train_idx, data.dev_idx, data.patience,
-                                   self.lr, run, live_dir=live_dir)
+        result = run_finetune_seed(data, self.model_dir, self.method == "bert-finetune",
+                                   self.params, seed, ckpt, self.lr, run, live_dir=live_dir)
         self.lr = result.lr
         return result
 
