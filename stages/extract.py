@@ -10,10 +10,11 @@ from pathlib import Path
 import torch
 
 from ctxrep import config
+from ctxrep.families import family
 from ctxrep.io import atomic_dir
 from ctxrep.stage import stage
 from ctxrep.transfer.data import TaskUnavailable, load_task, spec
-from ctxrep.transfer.extract import BertFeaturizer, ElmoFeaturizer, extract_task
+from ctxrep.transfer.extract import FEATURIZERS, extract_task
 
 features = sys.argv[1]
 if features not in config.FEATURE_SETS:
@@ -25,9 +26,7 @@ with stage(f"extract@{features}", "extract") as ctx:
     tasks = ctx.params["grid"]["tasks"]
     torch.set_grad_enabled(False)
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    featurize = (ElmoFeaturizer(Path("data/models/bilm"), device, random_init) if model == "bilm"
-                 else BertFeaturizer(Path("data/models/bert"), device, p.bert_subword_pooling,
-                                     p.bert_max_seq_len, random_init))
+    featurize = FEATURIZERS[model].from_params(family(model).model_dir, device, p, random_init)
     words = 0
     with atomic_dir(Path("data/features") / features) as tmp:
         for task in tasks:

@@ -16,10 +16,11 @@ from ctxrep import perplexity
 from ctxrep.config import ParamError
 from ctxrep.data.sources import verify
 from ctxrep.errors import InputError
+from ctxrep.families import FAMILIES
 from ctxrep.io import atomic_dir
 from ctxrep.stage import stage
 
-MODELS = {"bilm": Path("data/models/bilm"), "bert": Path("data/models/bert")}
+MODELS = {name: f.model_dir for name, f in FAMILIES.items()}
 OUT = Path("data/intrinsic")
 
 

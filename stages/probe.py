@@ -12,15 +12,15 @@ import sys
 import time
 
 from ctxrep import config
+from ctxrep.families import NAMES
 from ctxrep.io import atomic_dir, write_json
 from ctxrep.stage import stage
 from ctxrep.transfer.data import load_task
 from ctxrep.transfer.probe import probe_model
 
-MODELS = ("bilm", "bert")
 
-if len(sys.argv) != 2 or sys.argv[1] not in MODELS:
-    sys.exit(f"usage: python stages/probe.py {{{'|'.join(MODELS)}}}")
+if len(sys.argv) != 2 or sys.argv[1] not in NAMES:
+    sys.exit(f"usage: python stages/probe.py {{{'|'.join(NAMES)}}}")
 model = sys.argv[1]
 
 with stage(f"probe@{model}", "probe") as ctx:

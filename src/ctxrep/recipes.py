@@ -30,13 +30,14 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
+from ctxrep.families import FAMILIES, family
 from ctxrep.io import atomic_file
 from ctxrep.report import plots
 from ctxrep.report.tables import markdown_table
 from ctxrep.sweep import exp_show_json, experiment_revs
 from ctxrep.tracking import flatten
 
-METRIC = {"bilm": "val_ppl", "bert": "val_mlm_acc"}
+METRIC = {name: f.recipe_metric for name, f in FAMILIES.items()}
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,7 @@ def with_reference_first(found: list[Recipe], reference: str | None) -> list[Rec
 
 
 def table(found: list[Recipe], model: str, target: float) -> str:
-    metric, lower = METRIC[model], model == "bilm"
+    metric, lower = METRIC[model], family(model).recipe_lower_is_better
     head = f"# Pretraining recipes: {metric} against training seconds\n\n"
     if not found:
         return head + ("_No experiment has a timed held-out curve: run the queued experiments "
@@ -144,7 +145,7 @@ def figure(found: list[Recipe], model: str, target: float) -> Figure | None:
         ax.plot([s for _, s, _ in r.curve], [v for _, _, v in r.curve], marker="o",
                 markersize=3, label=r.experiment)
     ax.axhline(target, color="black", linewidth=0.8, linestyle="--")
-    if model == "bilm":
+    if family(model).heldout[2]:  # a perplexity: log scale
         ax.set_yscale("log")
     ax.set(title=f"{model}: held-out {METRIC[model]} against training time",
            xlabel="training seconds (evaluation excluded)", ylabel=METRIC[model])

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
+from ctxrep.families import NAMES
 from ctxrep.analysis.bootstrap import Interval
 from ctxrep.io import atomic_file
 from ctxrep.report import plots
@@ -150,7 +151,7 @@ def _claim(text: str) -> tuple[str, str]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = __doc__
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument("--model", choices=("bilm", "bert"), default="bilm",
+    parser.add_argument("--model", choices=NAMES, default="bilm",
                         help="whose pretraining tokens are the x axis")
     parser.add_argument("--claim", type=_claim, default="elmo:static",
                         help="BETTER:WORSE (methods)")

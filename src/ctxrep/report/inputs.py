@@ -33,12 +33,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ctxrep.config.methods import FINETUNE_METHODS
+from ctxrep.families import NAMES as FAMILY_NAMES
 from ctxrep.transfer.record import CellRecord, ReportInputError, number, require
 
-PRETRAIN_MODELS = ("bilm", "bert")
+PRETRAIN_MODELS = FAMILY_NAMES
 COMPUTE_DIR = Path("reports/compute")  # written by ctxrep.stage
 WEIGHTS_DIR = Path("reports/weights")  # written by the pretraining stages (ctxrep.published)
-PROBE_MODELS = ("bilm", "bert")
+PROBE_MODELS = FAMILY_NAMES
 LIVE_DIR = Path("dvclive")  # the training runs' DVCLive folders (ctxrep.training.curves)
 
 

@@ -17,6 +17,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from ctxrep.families import FAMILIES
 from ctxrep.io import atomic_file
 from ctxrep.report.inputs import Curve, EvalCurve
 from ctxrep.transfer.record import CellRecord
@@ -69,8 +70,7 @@ def save_png(fig: Figure, path: Path | str) -> None:
 
 # What each pretrained model's held-out curve is plotted as: (held-out metric, label,
 # whether the panel's y axis is perplexity (log scale: the train loss as exp(loss)) or loss).
-HELDOUT = {"bilm": ("val_ppl", "held-out perplexity (full softmax)", True),
-           "bert": ("val_mlm_loss", "held-out MLM loss", False)}
+HELDOUT = {name: f.heldout for name, f in FAMILIES.items()}
 
 
 def moving_mean(values: list[float], window: int) -> np.ndarray:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 
+from ctxrep.families import FAMILIES
 from ctxrep.transfer.record import CellRecord
 
 DECIMALS = 4
@@ -66,11 +67,10 @@ def summarise(transfer: dict[str, dict[str, CellRecord]], extras: dict | None = 
 
 # The pretraining numbers that are headlines: held-out quality and the budget it took (the rest
 # of metrics/pretrain_*.json are statistics: parameter counts, FLOPs, per-direction values).
-PRETRAIN_HEADLINES = {"bilm": ("val_ppl", "unigram_ppl", "train_tokens"),
-                      "bert": ("val_mlm_acc", "val_mlm_acc_at_mask", "train_tokens")}
+PRETRAIN_HEADLINES = {name: f.headlines for name, f in FAMILIES.items()}
 # metrics/intrinsic.json's headlines (the models on a text from another domain): model → the key
 # there, and its name here.
-INTRINSIC_HEADLINES = {"bilm": ("perplexity_mean", "ppl"), "bert": ("pseudo_perplexity", "pppl")}
+INTRINSIC_HEADLINES = {name: f.intrinsic for name, f in FAMILIES.items()}
 
 
 def intrinsic_headlines(intrinsic: dict | None) -> dict:

@@ -37,6 +37,11 @@ class ElmoFeaturizer:
         self.flops_per_word = forward_flops_per_token(self.elmo.bilm.config, softmax=False)
         self.tokens, self.unit, self.flops = 0, "words", 0.0
 
+    @classmethod
+    def from_params(cls, model_dir: Path, device, p, random_init: bool) -> ElmoFeaturizer:
+        """As stage extract builds it from its ``extract`` params (none apply to the biLM)."""
+        return cls(model_dir, device, random_init)
+
     @torch.no_grad()
     def __call__(self, batch_words: list[list[str]]) -> list[np.ndarray]:
         inputs = [w if w else ["."] for w in batch_words]  # an empty text runs as one token
@@ -73,6 +78,11 @@ class BertFeaturizer:
         self.dim = self.model.config.hidden_size
         self.params = count_parameters(self.model)
         self.truncated_words, self.tokens, self.unit, self.flops = 0, 0, "sub-word tokens", 0.0
+
+    @classmethod
+    def from_params(cls, model_dir: Path, device, p, random_init: bool) -> BertFeaturizer:
+        """As stage extract builds it from its ``extract`` params."""
+        return cls(model_dir, device, p.bert_subword_pooling, p.bert_max_seq_len, random_init)
 
     @torch.no_grad()
     def __call__(self, batch_words: list[list[str]]) -> list[np.ndarray]:
@@ -122,3 +132,7 @@ def extract_task(featurize, task_splits: dict, kind: str, out_dir: Path, batch_s
             meta["splits"][split][f"{field}_words"] = writer.close()
     (out_dir / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True))
     return meta
+
+
+# Each model family's featurizer (ctxrep.families), as stage extract@<family> runs it.
+FEATURIZERS = {"bilm": ElmoFeaturizer, "bert": BertFeaturizer}

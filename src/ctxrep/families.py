@@ -1,0 +1,58 @@
+"""The model families the project pretrains, and what the pipeline and the report know of each.
+
+    bilm   ELMo's biLM (Peters et al. 2018): char CNN + highway + projected biLSTM, a forward and
+           a backward LM; judged by held-out perplexity
+    bert   BERT (Devlin et al. 2019): a Transformer encoder trained by masked LM (+ NSP); judged
+           by held-out masked-token accuracy
+
+A family ``<name>`` is pretrained by stage ``pretrain_<name>`` into ``data/models/<name>`` (its
+metrics ``metrics/pretrain_<name>.json``, its curves ``dvclive/pretrain_<name>``), featurized by
+``extract@<name>`` (and its untrained control ``extract@<name>-random``) into
+``data/features/<name>``, probed by ``probe@<name>`` and scored on another domain by
+``intrinsic``. Every module that lists families reads this one, so they agree and the order (the
+report's) is this file's. This module imports nothing but the standard library: the report reads
+it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    label: str                     # how the report names it
+    # metrics/pretrain_<name>.json keys that are headlines (metrics/headline.json, summary.json):
+    # held-out quality and the budget it took
+    headlines: tuple[str, ...]
+    # the held-out curve (dvclive/pretrain_<name>): its metric key, its label, and whether the
+    # panel's axis is perplexity (log scale; the train loss drawn as exp(loss)) or loss
+    heldout: tuple[str, str, bool]
+    recipe_metric: str             # what `ctxrep recipes` compares recipes on (held-out)
+    recipe_lower_is_better: bool
+    intrinsic: tuple[str, str]     # metrics/intrinsic.json: its key there, and its short name
+
+    @property
+    def model_dir(self) -> Path:
+        return Path("data/models") / self.name
+
+
+FAMILIES = {
+    "bilm": Family("bilm", "biLM", headlines=("val_ppl", "unigram_ppl", "train_tokens"),
+                   heldout=("val_ppl", "held-out perplexity (full softmax)", True),
+                   recipe_metric="val_ppl", recipe_lower_is_better=True,
+                   intrinsic=("perplexity_mean", "ppl")),
+    "bert": Family("bert", "BERT", headlines=("val_mlm_acc", "val_mlm_acc_at_mask", "train_tokens"),
+                   heldout=("val_mlm_loss", "held-out MLM loss", False),
+                   recipe_metric="val_mlm_acc", recipe_lower_is_better=False,
+                   intrinsic=("pseudo_perplexity", "pppl")),
+}
+NAMES = tuple(FAMILIES)
+
+
+def family(name: str) -> Family:
+    if name not in FAMILIES:
+        raise ValueError(f"unknown model family {name!r}; known: {', '.join(NAMES)}")
+    return FAMILIES[name]
