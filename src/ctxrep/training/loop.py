@@ -170,6 +170,126 @@ def _locate(step: int, plans: _Plans, grad_accum: int) -> list[list[int]]:
     return micro
 
 
+@dataclass
+class _Training:
+    """What one run of :func:`train` updates: the model, its optimizer and schedule, the
+    checkpoints, and the result so far."""
+
+    objective: Objective
+    cfg: LoopConfig
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    ckpts: Checkpoints
+    d: Dist
+    result: TrainResult = field(default_factory=lambda: TrainResult(0, 0, 0.0))
+
+    @property
+    def model(self) -> nn.Module:
+        return self.objective.model
+
+    def resume(self) -> None:
+        """Load the latest checkpoint, if any: weights, optimizer, schedule, the result so far
+        and the objective's own state."""
+        latest = self.ckpts.latest()
+        if latest is None:
+            return
+        state, result = self.ckpts.load(latest), self.result
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        result.steps, result.train_tokens = int(state["step"]), int(state["train_tokens"])
+        result.curve = [list(map(float, row)) for row in state["curve"].tolist()]
+        result.evals = json.loads(bytes(state["evals"].tolist()).decode())
+        if "eval_seconds" in state:  # optional: a checkpoint may hold no eval timings
+            result.eval_seconds = [list(map(float, row)) for row in state["eval_seconds"].tolist()]
+        result.train_seconds = float(state["train_seconds"])
+        result.resumed_from = result.steps
+        if "objective" in state:
+            self.objective.load_state_dict(state["objective"])
+        if self.d.main:
+            log.info("resuming from %s (step %d of %d)", latest, result.steps, self.cfg.steps)
+
+    def checkpoint(self, step: int) -> None:
+        if not self.d.main:
+            return
+        result = self.result
+        curve = torch.tensor(result.curve, dtype=torch.float64).reshape(-1, 3)
+        evals = torch.tensor(list(json.dumps(result.evals).encode()), dtype=torch.uint8)
+        eval_seconds = torch.tensor(result.eval_seconds, dtype=torch.float64).reshape(-1, 2)
+        self.ckpts.save(step, {
+            "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(), "step": step,
+            "train_tokens": result.train_tokens, "curve": curve, "evals": evals,
+            "eval_seconds": eval_seconds, "train_seconds": result.train_seconds,
+            **({"objective": self.objective.state_dict()}
+               if hasattr(self.objective, "state_dict") else {})})
+
+    def step(self, step: int, micro: list[list[int]], train_model: nn.Module,
+             autocast) -> tuple[dict, int, torch.Tensor]:
+        """One optimizer step over the micro-batches ``micro``: the mean of their logged values,
+        the tokens this rank trained on, and the last micro-batch's loss. Raises
+        :class:`NonFiniteLoss` on a non-finite loss or gradient norm."""
+        cfg, d = self.cfg, self.d
+        logs_sum: dict = {}
+        step_tokens = 0
+        for i, indices in enumerate(micro):
+            if d.world > 1:  # each rank takes its slice of the global micro-batch
+                indices = indices[d.rank::d.world]
+            batch = self.objective.batch(indices, step * cfg.grad_accum + i)
+            sync = (i == len(micro) - 1) or d.world == 1
+            ctx = contextlib.nullcontext() if sync or not hasattr(train_model, "no_sync") \
+                else train_model.no_sync()
+            with ctx, autocast:
+                loss, logs, tokens = self.objective.loss(batch, train_model)
+            if not torch.isfinite(loss):
+                raise NonFiniteLoss(
+                    f"non-finite loss {loss.item()} at step {step} (micro-batch {i}, example "
+                    f"indices {indices[:8]}{'...' if len(indices) > 8 else ''}); the last good "
+                    f"checkpoint {self.ckpts.latest()} is kept")
+            (loss / len(micro)).backward()
+            step_tokens += tokens
+            for k, v in logs.items():
+                logs_sum[k] = logs_sum.get(k, 0.0) + float(v) / len(micro)
+        if cfg.grad_clip > 0:
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(),
+                                                             cfg.grad_clip))
+            if not math.isfinite(grad_norm):
+                raise NonFiniteLoss(f"non-finite gradient norm at step {step}; the last good "
+                                    f"checkpoint {self.ckpts.latest()} is kept")
+            logs_sum["grad_norm"] = grad_norm
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return logs_sum, step_tokens, loss
+
+    def evaluate(self, desc: str, curves: Curves, autocast) -> dict:
+        """A held-out evaluation at the current step: logged, drawn, and kept in the result."""
+        result = self.result
+        metrics = _evaluate(self.objective, autocast)
+        result.evals.append([result.steps, metrics])
+        result.eval_seconds.append([result.steps, result.train_seconds])
+        if self.d.main:
+            log_evaluation(desc, result.steps, self.cfg.steps, metrics, result)
+        curves.log(result.steps, val_point(metrics), {"train_s": result.train_seconds})
+        return metrics
+
+
+def _training_model(model: nn.Module, objective: Objective, cfg: LoopConfig, d: Dist,
+                    device: torch.device) -> nn.Module:
+    """The module a step runs: the model, wrapped in DDP across ranks and compiled as asked."""
+    train_model = model
+    if d.world > 1:
+        # An objective that leaves parameters unused (BERT with nsp: false never calls its NSP
+        # head) says so, or DDP would wait for their gradients forever.
+        train_model = nn.parallel.DistributedDataParallel(
+            model, device_ids=[d.local_rank] if device.type == "cuda" else None,
+            find_unused_parameters=getattr(objective, "has_unused_parameters", False))
+    if cfg.compile:
+        compute.check_compile(device)
+        train_model = torch.compile(train_model)
+    return train_model
+
+
 def train(objective: Objective, cfg: LoopConfig, ckpt_dir: Path, run=None,
           dist_info: Dist | None = None, desc: str = "train",
           live_dir: Path | None = None) -> TrainResult:
@@ -186,56 +306,15 @@ def train(objective: Objective, cfg: LoopConfig, ckpt_dir: Path, run=None,
     optimizer = make_optimizer(model, cfg.optimizer, cfg.lr, cfg.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: lr_factor(s, cfg.steps, cfg.warmup_fraction, cfg.schedule))
-    ckpts = Checkpoints(ckpt_dir)
-    result = TrainResult(0, 0, 0.0)
-
-    latest = ckpts.latest()
-    if latest is not None:
-        state = ckpts.load(latest)
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        result.steps, result.train_tokens = int(state["step"]), int(state["train_tokens"])
-        result.curve = [list(map(float, row)) for row in state["curve"].tolist()]
-        result.evals = json.loads(bytes(state["evals"].tolist()).decode())
-        if "eval_seconds" in state:  # optional: a checkpoint may hold no eval timings
-            result.eval_seconds = [list(map(float, row)) for row in state["eval_seconds"].tolist()]
-        result.train_seconds = float(state["train_seconds"])
-        result.resumed_from = result.steps
-        if "objective" in state:
-            objective.load_state_dict(state["objective"])
-        if d.main:
-            log.info("resuming from %s (step %d of %d)", latest, result.steps, cfg.steps)
+    run_state = _Training(objective, cfg, optimizer, scheduler, Checkpoints(ckpt_dir), d)
+    run_state.resume()
+    result = run_state.result
     curves = Curves(live_dir, run) if d.main else Curves(None)
     # The row the next training-curve point's window starts at; a resumed run first replays
     # its checkpointed history, so its curves equal an uninterrupted run's.
     window = curves.replay(result.curve, result.evals, cfg.log_every, cfg.steps)
-
-    train_model = model
-    if d.world > 1:
-        # An objective that leaves parameters unused (BERT with nsp: false never calls its NSP
-        # head) says so, or DDP would wait for their gradients forever.
-        train_model = nn.parallel.DistributedDataParallel(
-            model, device_ids=[d.local_rank] if device.type == "cuda" else None,
-            find_unused_parameters=getattr(objective, "has_unused_parameters", False))
-    if cfg.compile:
-        compute.check_compile(device)
-        train_model = torch.compile(train_model)
+    train_model = _training_model(model, objective, cfg, d, device)
     autocast = precision_context(cfg.precision, device)
-
-    def checkpoint(step: int):
-        if not d.main:
-            return
-        curve = torch.tensor(result.curve, dtype=torch.float64).reshape(-1, 3)
-        evals = torch.tensor(list(json.dumps(result.evals).encode()), dtype=torch.uint8)
-        eval_seconds = torch.tensor(result.eval_seconds, dtype=torch.float64).reshape(-1, 2)
-        ckpts.save(step, {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                          "scheduler": scheduler.state_dict(), "step": step,
-                          "train_tokens": result.train_tokens, "curve": curve, "evals": evals,
-                          "eval_seconds": eval_seconds,
-                          "train_seconds": result.train_seconds,
-                          **({"objective": objective.state_dict()}
-                             if hasattr(objective, "state_dict") else {})})
 
     plans = _Plans(objective)
     # disable=None: a bar on a terminal only; a log file gets one line per evaluation instead
@@ -248,36 +327,8 @@ def train(objective: Objective, cfg: LoopConfig, ckpt_dir: Path, run=None,
         t0 = time.perf_counter()
         # dropout: a pure function of the step
         torch.manual_seed(seeds.STEP_DROPOUT.at(cfg.seed, step))
-        micro = _locate(step, plans, cfg.grad_accum)
-        logs_sum: dict = {}
-        step_tokens = 0
-        for i, indices in enumerate(micro):
-            if d.world > 1:  # each rank takes its slice of the global micro-batch
-                indices = indices[d.rank::d.world]
-            batch = objective.batch(indices, step * cfg.grad_accum + i)
-            sync = (i == len(micro) - 1) or d.world == 1
-            ctx = contextlib.nullcontext() if sync or not hasattr(train_model, "no_sync") \
-                else train_model.no_sync()
-            with ctx, autocast:
-                loss, logs, tokens = objective.loss(batch, train_model)
-            if not torch.isfinite(loss):
-                raise NonFiniteLoss(
-                    f"non-finite loss {loss.item()} at step {step} (micro-batch {i}, example "
-                    f"indices {indices[:8]}{'...' if len(indices) > 8 else ''}); the last good "
-                    f"checkpoint {ckpts.latest()} is kept")
-            (loss / len(micro)).backward()
-            step_tokens += tokens
-            for k, v in logs.items():
-                logs_sum[k] = logs_sum.get(k, 0.0) + float(v) / len(micro)
-        if cfg.grad_clip > 0:
-            grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip))
-            if not math.isfinite(grad_norm):
-                raise NonFiniteLoss(f"non-finite gradient norm at step {step}; the last good "
-                                    f"checkpoint {ckpts.latest()} is kept")
-            logs_sum["grad_norm"] = grad_norm
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad(set_to_none=True)
+        logs_sum, step_tokens, loss = run_state.step(
+            step, _locate(step, plans, cfg.grad_accum), train_model, autocast)
 
         result.steps = step + 1
         step_tokens = int(global_sum(step_tokens, d))  # every rank's slice of the global batch
@@ -297,30 +348,20 @@ def train(objective: Objective, cfg: LoopConfig, ckpt_dir: Path, run=None,
                                             if k != "loss"}, "tokens_per_s": tps})
             window_tokens, window_start = 0, time.perf_counter()
         if cfg.eval_every and (step + 1) % cfg.eval_every == 0 and step + 1 < cfg.steps:
-            metrics = _evaluate(objective, autocast)
-            result.evals.append([step + 1, metrics])
-            result.eval_seconds.append([step + 1, result.train_seconds])
-            if d.main:
-                log_evaluation(desc, step + 1, cfg.steps, metrics, result)
-            curves.log(step + 1, val_point(metrics), {"train_s": result.train_seconds})
+            run_state.evaluate(desc, curves, autocast)
             model.train()
             if getattr(objective, "should_stop", False):  # early stopping (model selection)
                 break
         if cfg.checkpoint_every and (step + 1) % cfg.checkpoint_every == 0 \
                 and step + 1 < cfg.steps:
-            checkpoint(step + 1)
+            run_state.checkpoint(step + 1)
     bar.close()
     if window < len(result.curve):  # stopped early: the steps since the last point get theirs
         curves.log(result.steps, train_point(result.curve, window, len(result.curve)))
     if result.evals and result.evals[-1][0] == result.steps:  # stopped early, just evaluated
         result.final_eval = result.evals[-1][1]
     else:
-        result.final_eval = _evaluate(objective, autocast)
-        result.evals.append([result.steps, result.final_eval])
-        result.eval_seconds.append([result.steps, result.train_seconds])
-        if d.main:
-            log_evaluation(desc, result.steps, cfg.steps, result.final_eval, result)
-        curves.log(result.steps, val_point(result.final_eval), {"train_s": result.train_seconds})
+        result.final_eval = run_state.evaluate(desc, curves, autocast)
     curves.close()
     return result
 
