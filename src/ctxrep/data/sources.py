@@ -259,29 +259,66 @@ def check_inside_mirror(files, root: str | Path) -> None:
                                        f"the mirror")
 
 
+def mirror_hashes(spec: DatasetSpec, files: list, verify_sha256: bool) -> dict[str, str]:
+    """The sha256 of each mirror file of ``spec``, by its path in the mirror; a file whose pinned
+    hash differs is refused (unless ``verify_sha256`` is off), an unpinned one warned about."""
+    root = mirror_root()
+    check_inside_mirror(files, root)
+    hashes = {str(Path(f).relative_to(root)): sha256_file(f) for f in files}
+    for rel, digest in hashes.items():
+        pinned = spec.sha256.get(rel)
+        if verify_sha256 and pinned and pinned != digest:
+            raise R.DataError(Path(root) / rel, f"sha256 {digest} does not match the "
+                              f"published file's pinned {pinned} (a modified or corrupt "
+                              f"copy; set data.verify_sha256: false to use it anyway)")
+    unpinned = sorted(rel for rel in hashes if rel not in spec.sha256)
+    if unpinned:
+        shown = ", ".join(unpinned[:3]) + (f" and {len(unpinned) - 3} more"
+                                           if len(unpinned) > 3 else "")
+        log.warning("%s: no sha256 pinned for %d file(s) (%s); `ctxrep pin %s` pins the "
+                    "copy you have", spec.name, len(unpinned), shown, spec.name)
+    return hashes
+
+
+def to_datasets(spec: DatasetSpec, splits: dict, max_rows: int, location, cache_dir: Path):
+    """A ``DatasetDict`` of ``spec``'s features from each split's rows (a reader's generator,
+    the first ``max_rows`` of it, or a Hub ``Dataset``); an empty split is an error naming
+    ``location``."""
+    import datasets
+
+    dd = {}
+    for split, rows in splits.items():
+        if isinstance(rows, datasets.Dataset):  # hub
+            dd[split] = rows.cast(spec.features)
+            continue
+        rows = _limit(rows, max_rows)
+        first = next(iter(rows := iter(rows)), None)
+        if first is None:  # `datasets` has no words for an empty generator but a traceback
+            raise R.DataError(location, f"split '{split}' of {spec.name} has no rows "
+                                        f"(an empty or truncated file?)")
+        rows = itertools.chain([first], rows)
+        # An explicit fingerprint keeps bytes identical across runs (no hashing of closures).
+        try:
+            dd[split] = datasets.Dataset.from_generator(
+                _gen, gen_kwargs={"rows": rows}, features=spec.features,
+                cache_dir=str(cache_dir), fingerprint=f"{spec.name}-{split}")
+        except datasets.exceptions.DatasetGenerationError as e:
+            # Surface our reader's message (file and line), not the library's wrapper.
+            if isinstance(e.__cause__, R.DataError):
+                raise e.__cause__ from None
+            raise
+    dd = datasets.DatasetDict(dd)
+    for split, ds in dd.items():
+        if len(ds) == 0:
+            raise R.DataError(location, f"split '{split}' of {spec.name} has no rows")
+    return dd
+
+
 def fetch(spec: DatasetSpec, source: str, opts: dict, out_dir: Path, max_rows: int = 0,
           verify_sha256: bool = True) -> dict:
     """Write ``out_dir`` (Arrow ``DatasetDict`` + ``MANIFEST.json``) atomically; return manifest."""
-    import datasets
-
     res = resolve(spec, source)
-    hashes = {}
-    if res.source == "mirror":
-        root = mirror_root()
-        check_inside_mirror(res.files, root)
-        hashes = {str(Path(f).relative_to(root)): sha256_file(f) for f in res.files}
-        for rel, digest in hashes.items():
-            pinned = spec.sha256.get(rel)
-            if verify_sha256 and pinned and pinned != digest:
-                raise R.DataError(Path(root) / rel, f"sha256 {digest} does not match the "
-                                  f"published file's pinned {pinned} (a modified or corrupt "
-                                  f"copy; set data.verify_sha256: false to use it anyway)")
-        unpinned = sorted(rel for rel in hashes if rel not in spec.sha256)
-        if unpinned:
-            shown = ", ".join(unpinned[:3]) + (f" and {len(unpinned) - 3} more"
-                                               if len(unpinned) > 3 else "")
-            log.warning("%s: no sha256 pinned for %d file(s) (%s); `ctxrep pin %s` pins the "
-                        "copy you have", spec.name, len(unpinned), shown, spec.name)
+    hashes = mirror_hashes(spec, res.files, verify_sha256) if res.source == "mirror" else {}
     stats = R.ReadStats(skip_malformed=spec.skip_malformed)
     if res.source == "mirror":
         splits = spec.read_mirror(res.files, stats, opts)
@@ -304,31 +341,7 @@ def fetch(spec: DatasetSpec, source: str, opts: dict, out_dir: Path, max_rows: i
         manifest["package_version"] = _package_version(spec.package)
 
     with atomic_dir(out_dir) as tmp:
-        dd = {}
-        for split, rows in splits.items():
-            if isinstance(rows, datasets.Dataset):  # hub
-                dd[split] = rows.cast(spec.features)
-                continue
-            rows = _limit(rows, max_rows)
-            first = next(iter(rows := iter(rows)), None)
-            if first is None:  # `datasets` has no words for an empty generator but a traceback
-                raise R.DataError(res.location, f"split '{split}' of {spec.name} has no rows "
-                                                f"(an empty or truncated file?)")
-            rows = itertools.chain([first], rows)
-            # An explicit fingerprint keeps bytes identical across runs (no hashing of closures).
-            try:
-                dd[split] = datasets.Dataset.from_generator(
-                    _gen, gen_kwargs={"rows": rows}, features=spec.features,
-                    cache_dir=str(tmp / ".cache"), fingerprint=f"{spec.name}-{split}")
-            except datasets.exceptions.DatasetGenerationError as e:
-                # Surface our reader's message (file and line), not the library's wrapper.
-                if isinstance(e.__cause__, R.DataError):
-                    raise e.__cause__ from None
-                raise
-        dd = datasets.DatasetDict(dd)
-        for split, ds in dd.items():
-            if len(ds) == 0:
-                raise R.DataError(res.location, f"split '{split}' of {spec.name} has no rows")
+        dd = to_datasets(spec, splits, max_rows, res.location, tmp / ".cache")
         dd.save_to_disk(str(tmp / "dataset"))
         manifest["rows"] = {split: len(ds) for split, ds in dd.items()}
         del dd
