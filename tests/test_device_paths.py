@@ -71,7 +71,7 @@ def test_pretraining_compiled_or_in_bf16_matches_eager_fp32(repo, tmp_path, stag
 @pytest.mark.usefixtures("without_mlflow")
 @pytest.mark.parametrize("setting", SETTINGS)
 def test_fine_tuning_compiled_or_in_bf16_matches_eager_fp32(repo, tmp_path, setting):
-    cell = ("transfer.py", "sst2", "bert-finetune")
+    cell = ("finetune.py", "sst2", "bert-finetune")
     record = "metrics/transfer/sst2/bert-finetune.json"
     if setting == "compile=true":
         # Compiled dropout draws its masks from inductor's own generator, not eager's: the two
