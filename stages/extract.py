@@ -20,7 +20,7 @@ features = sys.argv[1]
 if features not in config.FEATURE_SETS:
     sys.exit(f"extract: unknown feature set {features!r}; expected one of {config.FEATURE_SETS}")
 model, random_init = features.removesuffix("-random"), features.endswith("-random")
-with stage(f"extract@{features}", "extract") as ctx:
+with stage(config.extract_stage_name(features), "extract") as ctx:
     p = ctx.section
     common = config.load_transfer_common(ctx.params)
     tasks = ctx.params["grid"]["tasks"]

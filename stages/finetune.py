@@ -12,4 +12,4 @@ import sys
 from ctxrep.transfer.cell import cell_stage
 from ctxrep.transfer.finetune import FineTuning
 
-cell_stage("finetune", sys.argv[1], sys.argv[2], FineTuning)
+cell_stage(sys.argv[1], sys.argv[2], FineTuning)

@@ -28,8 +28,9 @@ with stage(f"learning_curve@{task}-{method}", None) as ctx:
                     "transfer": {"common": config.as_dict(common), method: config.as_dict(p)}})
     points, files, cost = [], {}, CellCost()
     live = fresh_folder(Path("dvclive/learning_curves") / task / method)
+    approach = FeatureBased(method, p)  # its features and word vectors, loaded once
     for fraction in curve.fractions:
-        cell = run_cell(task, FeatureBased(method, p), common, ctx.run, train_fraction=fraction,
+        cell = run_cell(task, approach, common, ctx.run, train_fraction=fraction,
                         live_root=live / f"fraction{fraction}")
         points.append(cell.record)
         files.update({f"fraction{fraction}/{name}": obj for name, obj in cell.predictions.items()})

@@ -517,6 +517,54 @@ def test_published_weights_run_through_the_same_pipeline(run, tmp_path):
 
 
 @pytest.mark.slow
+def test_the_left_to_right_lm_runs_in_its_own_stages_and_is_judged_beside_bert(run, tmp_path):
+    """`-S left_to_right=[gpt]` on a finished tiny run adds BERT's Table 5 ablation and reruns
+    nothing else but the report: the causal LM's pretraining, features and two cells per task,
+    every file they write declared, its checkpoint a Hugging Face BERT decoder, and both claims
+    judged on both tasks."""
+    from ctxrep.analysis.claims import CLAIMS
+
+    repo, _, env = run
+    copy, trace = copy_run(repo, tmp_path / "repo"), tmp_path / "trace"
+    out = _dvc(copy, "exp", "run", "-S", "profile=tiny", "-S", "left_to_right=[gpt]",
+               env={**env, config.TRACE_ENV: str(trace)})
+    ran = {line.split("'")[1] for line in out.splitlines() if line.startswith("Running stage")}
+    tasks = ("sst2", "ud_pos")
+    assert ran == {"locate_data", "pretrain_ltr@gpt", "extract_ltr@gpt", "report",
+                   *(f"{group}_ltr@{t}-gpt" for group in ("transfer", "finetune") for t in tasks)}, out
+    assert json.loads((copy / "data/models/gpt/config.json").read_text())["is_decoder"] is True
+    pretrain = json.loads((copy / "metrics/pretrain_gpt.json").read_text())
+    assert {"val_lm_ppl", "val_lm_acc", "val_lm_acc_most_frequent"} <= set(pretrain), pretrain
+    for method in ("gpt-feature", "gpt-finetune"):
+        for task in tasks:
+            cell = json.loads((copy / f"metrics/transfer/{task}/{method}.json").read_text())
+            assert len(cell["seeds"]) >= 1 and cell.get("unavailable") is None, cell
+    judged = json.loads((copy / "metrics/claims.json").read_text())
+    for claim in CLAIMS:
+        if "gpt" in claim.worse:
+            assert set(judged[f"{claim.better}_vs_{claim.worse}"]) == set(tasks), judged
+    outs = {o for body in _stages(copy).values() for o in body["outs"]}
+    stray = [rel for path in sorted(copy.rglob("*"))
+             if not path.is_dir() and path.name != ".gitignore"
+             and not (rel := path.relative_to(copy).as_posix()).startswith(NOT_STAGE_FILES)
+             and not covered(rel, outs)]
+    assert stray == [], f"files written by no declared output: {stray}"
+    stages = _stages(copy)
+    for name in ran - {"locate_data"}:  # what each stage read, its dvc.yaml entry lists
+        declared = {d.replace(".", "/") for d in _declared_params(stages[name])}
+        read = {k.replace(".", "/") for k in json.loads((trace / f"{name}.json").read_text())}
+        assert {k for k in read if not covered(k, declared)} == set(), name
+        assert {d for d in declared if not any(covered(k, {d}) for k in read)} == set(), name
+        allowed = set(stages[name]["deps"]) | set(stages[name]["outs"]) | {"params.yaml"}
+        files = json.loads((trace / f"{name}.files.json").read_text())
+        assert [f for f in files if not f.startswith(TOOL_FILES) and not f.endswith(".gitignore")
+                and not covered(f, allowed)] == [], name
+    again = _dvc(copy, "exp", "run", "-S", "profile=tiny", "-S", "left_to_right=[gpt]", env=env)
+    assert [line for line in again.splitlines() if line.startswith("Running stage")] == [
+        "Running stage 'locate_data':"], again
+
+
+@pytest.mark.slow
 def test_make_exp_show_fits_one_screen_with_the_headlines(run, tmp_path):
     """`make exp-show`'s own filter (read from the Makefile), run by DVC on a finished run: at
     most 40 columns, the verdict counts and the biLM's perplexity among them."""

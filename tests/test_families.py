@@ -14,30 +14,53 @@ REPO = Path(__file__).resolve().parents[1]
 def test_every_list_of_families_is_the_registry():
     from ctxrep.recipes import METRIC
     from ctxrep.transfer.extract import FEATURIZERS
+    from ctxrep.transfer.record import STARTING_POINTS
 
-    names = families.NAMES
-    assert tuple(FEATURIZERS) == names and tuple(METRIC) == names
-    assert inputs.PRETRAIN_MODELS == names == inputs.PROBE_MODELS
+    names, every = families.NAMES, tuple(families.FAMILIES)
+    assert tuple(FEATURIZERS) == every and tuple(METRIC) == names
+    assert inputs.FAMILY_NAMES == names
+    assert STARTING_POINTS == tuple(config.BERT_MODELS)
     assert tuple(plots.HELDOUT) == names == tuple(summary.PRETRAIN_HEADLINES)
     assert tuple(summary.INTRINSIC_HEADLINES) == names
-    # each family's features and its untrained control's, as the methods read them
-    assert set(config.FEATURE_SETS) == {f"{n}{suffix}" for n in names for suffix in ("", "-random")}
+    # each family's features and its untrained control's, as the methods read them; an
+    # optional family's own features only
+    optional = tuple(n for n in every if families.family(n).optional)
+    assert optional == tuple(config.LEFT_TO_RIGHT)
+    assert set(config.FEATURE_SETS) == ({f"{n}{suffix}" for n in names for suffix in ("", "-random")}
+                                        | set(optional))
 
 
 def test_the_pipeline_runs_every_family_and_no_other():
     stages = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
     names = set(families.NAMES)
-    assert set(stages["extract"]["foreach"]) == set(config.FEATURE_SETS)
+    assert set(stages["extract"]["foreach"]) == set(config.FEATURE_SETS) - set(config.LEFT_TO_RIGHT)
     assert {v["model"] for v in stages["extract"]["foreach"].values()} == names
     assert set(stages["probe"]["foreach"]) == names
     assert {f"pretrain_{n}" for n in names} <= set(stages)
     for name in names:
         outs = [o if isinstance(o, str) else next(iter(o)) for o in stages[f"pretrain_{name}"]["outs"]]
         assert str(families.family(name).model_dir) in outs, name
+    # the optional families' stages: one foreach (or matrix) over params left_to_right each
+    for group in ("pretrain_ltr", "extract_ltr"):
+        assert stages[group]["foreach"] == "${left_to_right}", group
+        assert "data/models/${item}" in stages[group]["do"]["outs" if group == "pretrain_ltr" else "deps"]
+    for group in ("transfer_ltr", "finetune_ltr"):
+        assert stages[group]["matrix"]["family"] == "${left_to_right}", group
+
+
+def test_the_default_profile_runs_no_optional_family_and_own_bert_runs_gpt(tmp_path):
+    from ctxrep.config.composition import compose
+
+    assert compose("default", root=REPO, out=tmp_path / "default.yaml")["left_to_right"] == []
+    params = compose("own-bert", root=REPO, out=tmp_path / "own-bert.yaml")
+    assert params["left_to_right"] == ["gpt"]
+    # the same network, corpus, segments and budget as our BERT
+    shared = set(params["pretrain_gpt"]) - {"source"}
+    assert {k: params["pretrain_gpt"][k] for k in shared} == {k: params["pretrain_bert"][k] for k in shared}
 
 
 def test_an_unknown_family_is_refused_naming_the_known():
     import pytest
 
-    with pytest.raises(ValueError, match="unknown model family 'gpt'; known: bilm, bert"):
-        families.family("gpt")
+    with pytest.raises(ValueError, match="unknown model family 'xlnet'; known: bilm, bert, gpt"):
+        families.family("xlnet")

@@ -4,14 +4,20 @@
            a backward LM; judged by held-out perplexity
     bert   BERT (Devlin et al. 2019): a Transformer encoder trained by masked LM (+ NSP); judged
            by held-out masked-token accuracy
+    gpt    the left-to-right LM of BERT's Table 5 ablation: BERT's network with causal attention,
+           trained to predict the next token; judged by held-out perplexity. Optional: pretrained
+           (``pretrain_ltr@gpt``), featurized (``extract_ltr@gpt``) and judged (``gpt-feature``,
+           ``gpt-finetune``) only in profiles whose ``left_to_right`` lists it; not probed,
+           scored on another domain nor in the report's pretraining sections
 
-A family ``<name>`` is pretrained by stage ``pretrain_<name>`` into ``data/models/<name>`` (its
-metrics ``metrics/pretrain_<name>.json``, its curves ``dvclive/pretrain_<name>``), featurized by
-``extract@<name>`` (and its untrained control ``extract@<name>-random``) into
-``data/features/<name>``, probed by ``probe@<name>`` and scored on another domain by
-``intrinsic``. Every module that lists families reads this one, so they agree and the order (the
-report's) is this file's. This module imports nothing but the standard library: the report reads
-it.
+Each family of :data:`NAMES` is pretrained by stage ``pretrain_<name>`` into
+``data/models/<name>`` (its metrics ``metrics/pretrain_<name>.json``, its curves
+``dvclive/pretrain_<name>``), featurized by ``extract@<name>`` (and its untrained control
+``extract@<name>-random``) into ``data/features/<name>``, probed by ``probe@<name>`` and scored
+on another domain by ``intrinsic``. An optional family has the same outputs from the ``*_ltr``
+stages. Every module that lists families reads this one, so they agree and the order (the
+report's) is this file's. This module imports nothing but the standard library: the report
+reads it.
 """
 
 from __future__ import annotations
@@ -30,9 +36,10 @@ class Family:
     # the held-out curve (dvclive/pretrain_<name>): its metric key, its label, and whether the
     # panel's axis is perplexity (log scale; the train loss drawn as exp(loss)) or loss
     heldout: tuple[str, str, bool]
-    recipe_metric: str             # what `ctxrep recipes` compares recipes on (held-out)
+    recipe_metric: str             # what `ctxrep recipes` compares recipes on (held-out; NAMES only)
     recipe_lower_is_better: bool
-    intrinsic: tuple[str, str]     # metrics/intrinsic.json: its key there, and its short name
+    intrinsic: tuple[str, str] | None  # metrics/intrinsic.json: its key there, and its short name
+    optional: bool = False         # only in profiles that list it (params left_to_right)
 
     @property
     def model_dir(self) -> Path:
@@ -48,11 +55,16 @@ FAMILIES = {
                    heldout=("val_mlm_loss", "held-out MLM loss", False),
                    recipe_metric="val_mlm_acc", recipe_lower_is_better=False,
                    intrinsic=("pseudo_perplexity", "pppl")),
+    "gpt": Family("gpt", "left-to-right LM", headlines=("val_lm_ppl", "val_lm_acc", "train_tokens"),
+                  heldout=("val_lm_ppl", "held-out perplexity (next WordPiece token)", True),
+                  recipe_metric="val_lm_ppl", recipe_lower_is_better=True, intrinsic=None,
+                  optional=True),
 }
-NAMES = tuple(FAMILIES)
+# The families every profile pretrains, probes, scores on another domain and reports.
+NAMES = tuple(name for name, f in FAMILIES.items() if not f.optional)
 
 
 def family(name: str) -> Family:
     if name not in FAMILIES:
-        raise ValueError(f"unknown model family {name!r}; known: {', '.join(NAMES)}")
+        raise ValueError(f"unknown model family {name!r}; known: {', '.join(FAMILIES)}")
     return FAMILIES[name]

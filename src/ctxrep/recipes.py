@@ -30,14 +30,15 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from ctxrep.families import FAMILIES, family
+from ctxrep.families import FAMILIES, NAMES, family
 from ctxrep.io import atomic_file
 from ctxrep.report import plots
 from ctxrep.report.tables import markdown_table
 from ctxrep.sweep import exp_show_json, experiment_revs
 from ctxrep.tracking import flatten
 
-METRIC = {name: f.recipe_metric for name, f in FAMILIES.items()}
+# The families every profile pretrains in a stage of their own (pretrain_<model>)
+METRIC = {name: FAMILIES[name].recipe_metric for name in NAMES}
 
 
 @dataclass(frozen=True)
@@ -145,7 +146,7 @@ def figure(found: list[Recipe], model: str, target: float) -> Figure | None:
         ax.plot([s for _, s, _ in r.curve], [v for _, _, v in r.curve], marker="o",
                 markersize=3, label=r.experiment)
     ax.axhline(target, color="black", linewidth=0.8, linestyle="--")
-    if family(model).heldout[2]:  # a perplexity: log scale
+    if family(model).recipe_lower_is_better:  # the recipe metrics that fall are perplexities
         ax.set_yscale("log")
     ax.set(title=f"{model}: held-out {METRIC[model]} against training time",
            xlabel="training seconds (evaluation excluded)", ylabel=METRIC[model])

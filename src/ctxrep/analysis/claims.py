@@ -49,6 +49,11 @@ CLAIMS = (
           "BERT Table 7 (seed 000/003)"),
     Claim("bert-finetune", "elmo", "fine-tuned BERT beats feature-based ELMo",
           "BERT Tables 1–3 (seed 003)"),
+    Claim("bert-feature", "gpt-feature", "the bidirectional masked LM beats a left-to-right LM "
+          "of the same network, corpus and budget (frozen features)",
+          "BERT Table 5 (seed 000 §3, 003 §2)"),
+    Claim("bert-finetune", "gpt-finetune", "the bidirectional masked LM beats a left-to-right "
+          "LM of the same network, corpus and budget (fine-tuned)", "BERT Table 5 (seed 000 §3, 003 §2)"),
 )
 
 

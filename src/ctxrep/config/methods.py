@@ -1,5 +1,7 @@
 """The method catalogue: which transfer methods exist, and what each one reads."""
 
+from ctxrep.families import family
+
 # Feature-based methods. As in ELMo's Table 1, every method's task model reads a
 # context-independent representation x_k of each word, the static word vectors trained on the same
 # corpus (``pretrain_static``, data/models/static/), and adds the frozen features of one model
@@ -10,17 +12,49 @@
 #   elmo-last ... [mix of the model's layers; x_k]
 #
 # ``elmo-random`` and ``bert-random`` are the same architectures untrained: the controls that show
-# what pretraining itself contributes.
+# what pretraining itself contributes. ``gpt-feature`` reads the left-to-right LM of BERT's
+# Table 5 (``left_to_right``).
 FEATURES_OF = {"static": None, "elmo-token": "bilm", "elmo-last": "bilm", "elmo-avg": "bilm",
                "elmo": "bilm", "elmo-io": "bilm", "bert-feature": "bert",
-               "elmo-random": "bilm-random", "bert-random": "bert-random"}
+               "elmo-random": "bilm-random", "bert-random": "bert-random", "gpt-feature": "gpt"}
 # The methods that read the static word vectors as x_k: all but the token-layer control.
 READS_WORD_VECTORS = frozenset(FEATURES_OF) - {"elmo-token"}
 FEATURE_METHODS = tuple(FEATURES_OF)
-FINETUNE_METHODS = ("bert-finetune", "bert-scratch")
+# Fine-tuned methods: the network of ``transfer.<method>.bert`` and a task head, trained together;
+# ``bert-scratch`` from a fresh initialisation of that network (the no-pretraining control).
+FINETUNE_METHODS = ("bert-finetune", "bert-scratch", "gpt-finetune")
+FROM_SCRATCH = frozenset({"bert-scratch"})
 METHODS = FEATURE_METHODS + FINETUNE_METHODS
-# bilm, bert, bilm-random, bert-random: what the extract stage writes
+# bilm, bert, bilm-random, bert-random, gpt: what the extract stages write
 FEATURE_SETS = tuple(dict.fromkeys(f for f in FEATURES_OF.values() if f is not None))
 
-# The BERTs a fine-tuning method can start from: the stage that wrote it, and where.
-BERT_MODELS = {"pretrain_bert": "data/models/bert", "import_bert": "data/models/bert-published"}
+# The left-to-right LM families (BERT's Table 5 ablation), pretrained only in profiles that list
+# them in ``left_to_right``: each one's methods run in the ``*_ltr`` stages of dvc.yaml, never
+# through the grid's lists (whose stages depend on the four other feature sets only).
+LEFT_TO_RIGHT = {"gpt": ("gpt-feature", "gpt-finetune")}
+
+
+
+def left_to_right_family(method: str) -> str | None:
+    """The left-to-right LM family whose method ``method`` is, or None."""
+    return next((f for f, methods in LEFT_TO_RIGHT.items() if method in methods), None)
+
+
+def cell_stage_name(task: str, method: str) -> str:
+    """The DVC stage of one cell: ``transfer@<task>-<method>`` (feature-based) or
+    ``finetune@<task>-<method>`` (fine-tuned); a left-to-right LM's methods are
+    ``transfer_ltr@<task>-<family>`` and ``finetune_ltr@<task>-<family>``."""
+    group = "finetune" if method in FINETUNE_METHODS else "transfer"
+    family = left_to_right_family(method)
+    return f"{group}_ltr@{task}-{family}" if family else f"{group}@{task}-{method}"
+
+
+def extract_stage_name(features: str) -> str:
+    """The DVC stage that writes data/features/<features>."""
+    return f"extract_ltr@{features}" if features in LEFT_TO_RIGHT else f"extract@{features}"
+
+
+# The networks a fine-tuning method can start from: the stage that wrote it, and where.
+BERT_MODELS = {"pretrain_bert": str(family("bert").model_dir),
+               "import_bert": "data/models/bert-published",
+               "pretrain_gpt": str(family("gpt").model_dir)}

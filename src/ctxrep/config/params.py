@@ -13,7 +13,8 @@ from typing import Any
 import yaml
 
 from ctxrep.config.fields import ParamError, from_dict
-from ctxrep.config.methods import FEATURE_METHODS, FEATURES_OF, FINETUNE_METHODS, METHODS
+from ctxrep.config.methods import (FEATURE_METHODS, FEATURES_OF, FINETUNE_METHODS, LEFT_TO_RIGHT,
+                                   METHODS, left_to_right_family)
 from ctxrep.config.sections import (SECTIONS, FeatureTransferParams, FinetuneTransferParams,
                                     TransferCommon)
 
@@ -39,7 +40,7 @@ def load_transfer_common(params: dict) -> TransferCommon:
 
 
 # Every top-level key of params.yaml; anything else (a typo, `-S +foo=1`) is an error.
-TOP_LEVEL = ("profile", "tasks", "grid", *SECTIONS, "transfer")
+TOP_LEVEL = ("profile", "tasks", "grid", "left_to_right", *SECTIONS, "transfer")
 
 
 # The grid: tasks × methods. The methods are listed by approach (BERT §5.3), each approach's
@@ -47,9 +48,11 @@ TOP_LEVEL = ("profile", "tasks", "grid", *SECTIONS, "transfer")
 GRID_KEYS = ("tasks", "feature_based", "fine_tuned")
 
 
-def grid_methods(grid: dict) -> list[str]:
-    """Every method of the grid, feature-based first, as the report lists them."""
-    return [*grid["feature_based"], *grid["fine_tuned"]]
+def grid_methods(grid: dict, left_to_right: list[str] = ()) -> list[str]:
+    """Every method of the grid, feature-based first, then those of the left-to-right LM
+    families the profile lists (params ``left_to_right``), as the report lists them."""
+    return [*grid["feature_based"], *grid["fine_tuned"],
+            *(m for family in left_to_right for m in LEFT_TO_RIGHT[family])]
 
 
 def read_params(root: Path | str = ".") -> dict:
@@ -76,8 +79,8 @@ def read_params(root: Path | str = ".") -> dict:
         raise ParamError(f"grid.{key}", raw["grid"][key],
                          "a key of the grid: tasks, feature_based (methods on frozen features: "
                          "static, elmo, ...), fine_tuned (bert-finetune, bert-scratch)")
-    for key in ("tasks", *(f"grid.{k}" for k in GRID_KEYS)):
-        value = raw[key] if key == "tasks" else (raw["grid"] or {}).get(key.split(".")[1])
+    for key in ("tasks", "left_to_right", *(f"grid.{k}" for k in GRID_KEYS)):
+        value = raw[key] if "." not in key else (raw["grid"] or {}).get(key.split(".")[1])
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ParamError(key, value, "a list of names")
     validate(raw)
@@ -87,8 +90,19 @@ def read_params(root: Path | str = ".") -> dict:
 def validate(raw: dict) -> None:
     """Every section of a params mapping, so a bad value anywhere stops the first stage (and
     ``make repro``, before DVC touches an output), not the stage that happens to read it."""
+    for family in raw["left_to_right"]:
+        if family not in LEFT_TO_RIGHT:
+            raise ParamError("left_to_right", family,
+                             f"left-to-right LM families: {list(LEFT_TO_RIGHT)}")
+    if len(set(raw["left_to_right"])) != len(raw["left_to_right"]):
+        raise ParamError("left_to_right", raw["left_to_right"], "each family listed once")
     for key, allowed in (("feature_based", FEATURE_METHODS), ("fine_tuned", FINETUNE_METHODS)):
         for method in raw["grid"][key]:
+            family = left_to_right_family(method)
+            if family is not None:  # its cells are the *_ltr stages, which read its features
+                raise ParamError(f"grid.{key}", method,
+                                 f"a method of the grid's own stages; {method} runs on every "
+                                 f"grid task when left_to_right lists {family!r}")
             if method in allowed:
                 continue
             other = "fine_tuned" if key == "feature_based" else "feature_based"
@@ -110,6 +124,11 @@ def validate(raw: dict) -> None:
     # extract featurizes grid.tasks only: a feature-based learning curve elsewhere would stop
     # late, at its first cell, on a missing features folder.
     curve = raw.get("learning_curve") or {}
+    for method in curve.get("methods", []):
+        if left_to_right_family(method) is not None:
+            raise ParamError("learning_curve.methods", method,
+                             "methods of the grid's own stages (learning_curve reads the "
+                             "biLM's and BERT's features)")
     featured = [m for m in curve.get("methods", []) if FEATURES_OF.get(m) is not None]
     for task in curve.get("tasks", []) if featured else []:
         if task not in raw["grid"]["tasks"]:

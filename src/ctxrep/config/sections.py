@@ -145,8 +145,9 @@ class BiLMParams(ModelSourceParams):
 
 
 @section
-class BertParams(ModelSourceParams):
-    """``pretrain_bert``: BERT and its MLM (+NSP) pretraining."""
+class TransformerParams(ModelSourceParams):
+    """What ``pretrain_bert`` and ``pretrain_gpt`` share: BERT's architecture, its segments of
+    the tokenized corpus, and the held-out set."""
 
     size: str = param(choices=("tiny", "mini", "small", "medium", "base", "custom"),
                       doc="Turc et al. 2019 sizes, or 'custom' with the keys below")
@@ -159,15 +160,7 @@ class BertParams(ModelSourceParams):
     dropout: float = param(ge=0.0, lt=1.0)
     max_seq_len: int = param(ge=8, le=8192)
     short_seq_prob: float = param(ge=0.0, le=1.0)
-    mlm_prob: float = param(gt=0.0, lt=1.0)
-    whole_word: bool = param()
-    nsp: bool = param(doc="next-sentence prediction (False = MLM on full segments)")
     eval_instances: int = param(ge=1, le=MAX_COUNT)
-
-    def published_files(self) -> list[Path]:
-        from ctxrep.published import bert_files
-
-        return bert_files(self.path, verify=False)  # the import checks the sha256 pins
 
     def check(self, section: str) -> None:
         super().check(section)
@@ -185,6 +178,36 @@ class BertParams(ModelSourceParams):
             raise ParamError(f"{section}.pre_layer_norm", True,
                              "false: later stages read BERT as a Hugging Face (post-LN) model "
                              "directory; pre-LN is for the library and bench/ only")
+
+
+@section
+class BertParams(TransformerParams):
+    """``pretrain_bert``: BERT and its MLM (+NSP) pretraining."""
+
+    mlm_prob: float = param(gt=0.0, lt=1.0)
+    whole_word: bool = param()
+    nsp: bool = param(doc="next-sentence prediction (False = MLM on full segments)")
+
+    def published_files(self) -> list[Path]:
+        from ctxrep.published import bert_files
+
+        return bert_files(self.path, verify=False)  # the import checks the sha256 pins
+
+
+@section
+class GptParams(TransformerParams):
+    """``pretrain_gpt``: the left-to-right Transformer LM of BERT's Table 5 ("LTR & No NSP"):
+    BERT's architecture with causal attention, trained to predict each next token on the same
+    segments (conf/config.yaml takes every key from ``pretrain_bert``, so the two share corpus,
+    size and budget unless a profile says otherwise)."""
+
+    nsp = False  # not a key: one segment per instance, as BERT's "LTR & No NSP" row
+
+    def check(self, section: str) -> None:
+        if self.source != "train":
+            raise ParamError(f"{section}.source", self.source,
+                             "train: no published left-to-right checkpoint is pinned here")
+        super().check(section)
 
 
 @section
@@ -428,6 +451,7 @@ SECTIONS: dict[str, type] = {
     "tokenize": TokenizeParams,
     "pretrain_bilm": BiLMParams,
     "pretrain_bert": BertParams,
+    "pretrain_gpt": GptParams,
     "launch": LaunchParams,
     "compute": ComputeParams,
     "import_bert": ImportBertParams,

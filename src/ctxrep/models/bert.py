@@ -5,7 +5,9 @@
     SelfAttention       multi-head scaled dot-product attention (fused QKV, SDPA kernel)
     FeedForward         Linear -> GELU (erf) -> Linear
     EncoderLayer        post-LN as in BERT, or pre-LN
-    BertModel           embeddings + L encoder layers + [CLS] pooler
+    BertModel           embeddings + L encoder layers + [CLS] pooler; with ``is_decoder`` each
+                        position attends to itself and its left only (a left-to-right LM, the
+                        ablation of BERT's Table 5), and the pooler reads the last token
     MaskedLMHead        dense -> GELU -> LayerNorm -> tied decoder + bias
     BertForPreTraining  BertModel + MLM head + NSP head; the training forward decodes masked
                         positions only
@@ -58,6 +60,7 @@ class BertConfig:
     initializer_range: float = 0.02
     pre_layer_norm: bool  # False: post-LN as in BERT; True: LayerNorm before each sublayer
     pad_token_id: int = 0
+    is_decoder: bool = False  # causal self-attention: a left-to-right LM (Hugging Face's name)
 
     @classmethod
     def named(cls, name: str, vocab_size: int, **overrides) -> BertConfig:
@@ -76,12 +79,14 @@ class BertConfig:
         return cls(**{**sizes, **overrides}).validate()
 
     @classmethod
-    def from_params(cls, p, vocab_size: int, pad_token_id: int = 0) -> BertConfig:
-        """The architecture a ``pretrain_bert`` params section (``ctxrep.config.BertParams``)
-        describes: a named ``size``, or the custom size keys."""
+    def from_params(cls, p, vocab_size: int, pad_token_id: int = 0,
+                    is_decoder: bool = False) -> BertConfig:
+        """The architecture a ``pretrain_bert`` (or ``pretrain_gpt``) params section
+        (``ctxrep.config.BertParams``) describes: a named ``size``, or the custom size keys."""
         common = dict(vocab_size=vocab_size, max_position_embeddings=p.max_position_embeddings,
                       hidden_dropout_prob=p.dropout, attention_probs_dropout_prob=p.dropout,
-                      pre_layer_norm=p.pre_layer_norm, pad_token_id=pad_token_id)
+                      pre_layer_norm=p.pre_layer_norm, pad_token_id=pad_token_id,
+                      is_decoder=is_decoder)
         if p.size != "custom":
             return cls.named(p.size, **common)
         return cls(hidden_size=p.hidden_size, num_hidden_layers=p.num_hidden_layers,
@@ -116,8 +121,9 @@ class BertConfig:
                 raise ValueError(f"{key}: expected a positive number, got {getattr(self, key)!r}")
         if not 0 <= self.pad_token_id < self.vocab_size:
             raise ValueError(f"pad_token_id: {self.pad_token_id} is outside the vocabulary [0, {self.vocab_size})")
-        if not isinstance(self.pre_layer_norm, bool):
-            raise ValueError(f"pre_layer_norm: expected true or false, got {self.pre_layer_norm!r}")
+        for key in ("pre_layer_norm", "is_decoder"):
+            if not isinstance(getattr(self, key), bool):
+                raise ValueError(f"{key}: expected true or false, got {getattr(self, key)!r}")
         return self
 
 
@@ -146,7 +152,8 @@ class SelfAttention(nn.Module):
     """Multi-head attention: concat_h softmax(Q_h K_h^T / sqrt(d_h) + M) V_h, then W_o.
 
     Q, K and V come from one fused projection (one matmul instead of three). M is -inf at padded
-    keys. The score matrix never leaves the SDPA kernel.
+    keys (and, in a left-to-right model, at every key right of the query). The score matrix never
+    leaves the SDPA kernel.
     """
 
     def __init__(self, config: BertConfig):
@@ -157,7 +164,8 @@ class SelfAttention(nn.Module):
         self.out = nn.Linear(config.hidden_size, config.hidden_size)
 
     def forward(self, x: torch.Tensor, key_mask: torch.Tensor | None) -> torch.Tensor:
-        """x: (B, T, H); key_mask: (B, 1, 1, T) bool, True where a key may be attended, or None."""
+        """x: (B, T, H); key_mask: (B, 1, 1, T) or (B, 1, T, T) bool, True where a key may be
+        attended, or None."""
         batch, length, hidden = x.shape
         # (B, T, 3H) -> 3 x (B, heads, T, head_size)
         q, k, v = self.qkv(x).view(batch, length, 3, self.num_heads, -1).permute(2, 0, 3, 1, 4)
@@ -204,14 +212,19 @@ class EncoderLayer(nn.Module):
 
 
 class Pooler(nn.Module):
-    """pooled = tanh(W h_[CLS] + b): the sentence representation the NSP head reads."""
+    """pooled = tanh(W h_s + b): the sentence representation the NSP head and the sentence-level
+    task heads read. s is [CLS] (position 0); in a left-to-right model, where [CLS] has read
+    nothing, s is the last real token, the only one that has read the whole input (as GPT's
+    classifier reads its last token, Radford et al. 2018)."""
 
     def __init__(self, config: BertConfig):
         super().__init__()
         self.dense = nn.Linear(config.hidden_size, config.hidden_size)
 
-    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        return torch.tanh(self.dense(hidden[:, 0]))
+    def forward(self, hidden: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
+        """positions: (B,) the token each row pools, or None for position 0."""
+        summary = hidden[:, 0] if positions is None else hidden[torch.arange(len(hidden)), positions]
+        return torch.tanh(self.dense(summary))
 
 
 class BertOutput(NamedTuple):
@@ -253,6 +266,13 @@ class BertModel(nn.Module):
             token_type_ids = torch.zeros_like(input_ids)
         # (B, T) -> (B, 1, 1, T): broadcast over heads and query positions.
         key_mask = None if attention_mask is None else attention_mask.bool()[:, None, None, :]
+        pooled_at = None
+        if self.config.is_decoder:  # and, per query t, the keys <= t: (T, T) broadcast over B
+            length = input_ids.size(1)
+            causal = torch.ones(length, length, dtype=torch.bool, device=input_ids.device).tril()
+            key_mask = causal if key_mask is None else key_mask & causal
+            pooled_at = (torch.full_like(input_ids[:, 0], length - 1) if attention_mask is None
+                         else attention_mask.sum(1) - 1)
 
         x = self.embeddings(input_ids, token_type_ids)
         hidden_states = [x]
@@ -262,7 +282,8 @@ class BertModel(nn.Module):
         if self.final_norm is not None:
             x = self.final_norm(x)
             hidden_states[-1] = x  # so hidden_states[-1] is last_hidden_state for both layouts
-        return BertOutput(x, self.pooler(x), tuple(hidden_states) if output_hidden_states else None)
+        return BertOutput(x, self.pooler(x, pooled_at),
+                          tuple(hidden_states) if output_hidden_states else None)
 
 
 # ----------------------------------------------------------------------------------------------

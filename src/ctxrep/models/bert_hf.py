@@ -99,6 +99,8 @@ def hf_config_dict(config: BertConfig, architecture: str, dtype: torch.dtype) ->
         "position_embedding_type": "absolute",
         "tie_word_embeddings": True,
         "dtype": str(dtype).removeprefix("torch."),
+        # only when set: an encoder's config.json stays as Hugging Face writes one
+        **({"is_decoder": True} if config.is_decoder else {}),
     }
 
 
@@ -186,12 +188,14 @@ def config_from_hf(hf_config: dict) -> BertConfig:
     if hf_config.get("position_embedding_type", "absolute") != "absolute":
         found = hf_config["position_embedding_type"]
         raise ValueError(f"position_embedding_type: only 'absolute' is supported, got {found!r}")
-    if hf_config.get("is_decoder", False) or hf_config.get("add_cross_attention", False):
-        raise ValueError("is_decoder: only the bidirectional BERT encoder is supported")
+    if hf_config.get("add_cross_attention", False):
+        raise ValueError("add_cross_attention: only self-attention (an encoder, or a left-to-right "
+                         "LM with is_decoder) is supported")
     if hf_config.get("vocab_size") is None:
         raise ValueError("vocab_size: missing from the checkpoint's config.json")
     known = {key: hf_config[key] for key in _SHARED_CONFIG_KEYS if hf_config.get(key) is not None}
-    return BertConfig(**{**HF_BERT_DEFAULTS, **known}, pre_layer_norm=False).validate()
+    return BertConfig(**{**HF_BERT_DEFAULTS, **known}, pre_layer_norm=False,
+                      is_decoder=bool(hf_config.get("is_decoder", False))).validate()
 
 
 def read_hf_weights(directory: Path) -> dict[str, torch.Tensor]:

@@ -38,8 +38,9 @@ from ctxrep import config
 from ctxrep.models.scalar_mix import ScalarMix
 
 
-# The random-init controls combine their (untrained) layers as their pretrained counterparts do.
-LEARNED_MIX_OF = {"elmo-random": "elmo", "bert-random": "bert-feature"}
+# The random-init controls combine their (untrained) layers as their pretrained counterparts do,
+# and the left-to-right LM's layers are mixed as BERT's.
+LEARNED_MIX_OF = {"elmo-random": "elmo", "bert-random": "bert-feature", "gpt-feature": "bert-feature"}
 
 
 @dataclass

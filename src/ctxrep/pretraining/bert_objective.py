@@ -38,12 +38,7 @@ class BertObjective:
         self.has_unused_parameters = not p.nsp
         self.train_docs = train_docs
         self.special = SpecialTokens.from_vocab(vocab)
-        self.collate = PretrainingCollator.from_vocab(vocab, mlm_prob=p.mlm_prob,
-                                                      whole_word=p.whole_word)
-        # The held-out set is masked at BERT's 15 % whatever the recipe trains with, so recipes
-        # with more masks (less context left per prediction) are judged on the same task.
-        self.heldout_collate = PretrainingCollator.from_vocab(vocab, mlm_prob=HELDOUT_MLM_PROB,
-                                                              whole_word=p.whole_word)
+        self.collate, self.heldout_collate = self.collators(vocab, p)
         self._epochs: dict[int, list] = {}
         # Held-out: one fixed set of instances and masks, so every evaluation is comparable.
         if len(heldout_docs) < 2:
@@ -55,6 +50,15 @@ class BertObjective:
         self.heldout = held[: p.eval_instances]
         counts = Counter(t for doc in train_docs for sent in doc for t in sent)
         self.most_frequent = next(t for t, _ in counts.most_common() if t not in self.special.ids)
+
+    @staticmethod
+    def collators(vocab: dict, p):
+        """(training, held-out) collators: pad and mask."""
+        # The held-out set is masked at BERT's 15 % whatever the recipe trains with, so recipes
+        # with more masks (less context left per prediction) are judged on the same task.
+        return (PretrainingCollator.from_vocab(vocab, mlm_prob=p.mlm_prob, whole_word=p.whole_word),
+                PretrainingCollator.from_vocab(vocab, mlm_prob=HELDOUT_MLM_PROB,
+                                               whole_word=p.whole_word))
 
     def _instances(self, epoch: int) -> list:
         if epoch not in self._epochs:

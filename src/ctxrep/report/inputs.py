@@ -32,14 +32,12 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxrep.config.methods import FINETUNE_METHODS
+from ctxrep.config.methods import cell_stage_name, left_to_right_family
 from ctxrep.families import NAMES as FAMILY_NAMES
 from ctxrep.transfer.record import CellRecord, ReportInputError, number, require
 
-PRETRAIN_MODELS = FAMILY_NAMES
 COMPUTE_DIR = Path("reports/compute")  # written by ctxrep.stage
 WEIGHTS_DIR = Path("reports/weights")  # written by the pretraining stages (ctxrep.published)
-PROBE_MODELS = FAMILY_NAMES
 LIVE_DIR = Path("dvclive")  # the training runs' DVCLive folders (ctxrep.training.curves)
 
 
@@ -195,7 +193,7 @@ def read_probe_predictions(root: Path) -> dict:
     """model -> task -> {metric, references, layers: [per-example predictions of layer j]},
     written by the probe stage (``data/predictions/probe/<model>/<task>.json``)."""
     out: dict = {}
-    for model in PROBE_MODELS:
+    for model in FAMILY_NAMES:
         folder = root / "data" / "predictions" / "probe" / model
         for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
             data = read_json(path)
@@ -270,13 +268,14 @@ def ledger_stages(tasks: list[str], methods: list[str],
     params): other files may be left from earlier runs."""
     curve_stages = [(f"learning_curve@{t}-{m}", f"learning curve {m}")
                     for m in curve["methods"] for t in curve["tasks"]] if curve else []
+    left_to_right = dict.fromkeys(f for m in methods if (f := left_to_right_family(m)))
     single = ["tokenize", "pretrain_bilm", "pretrain_bert", "import_bert", "pretrain_static",
               "neighbors", "intrinsic", "extract@bilm",
-              "extract@bert", "extract@bilm-random", "extract@bert-random"]
+              "extract@bert", "extract@bilm-random", "extract@bert-random",
+              *(f"{group}_ltr@{f}" for f in left_to_right for group in ("pretrain", "extract"))]
     return ([(name, name) for name in single]
             + [(f"baseline@{t}", "baselines") for t in tasks]
-            + [(f"{'finetune' if m in FINETUNE_METHODS else 'transfer'}@{t}-{m}", f"transfer {m}")
-               for m in methods for t in tasks]
+            + [(cell_stage_name(t, m), f"transfer {m}") for m in methods for t in tasks]
             + curve_stages
             + [(name, name) for name in ("probe@bilm", "probe@bert")])
 
@@ -332,13 +331,13 @@ def load_inputs(root: Path | str, tasks: list[str], methods: list[str],
     return ReportInputs(
         tasks=list(tasks), methods=list(methods),
         tokenize=read_json(metrics / "tokenize.json"),
-        pretrain={**{m: read_json(metrics / f"pretrain_{m}.json") for m in (*PRETRAIN_MODELS,
+        pretrain={**{m: read_json(metrics / f"pretrain_{m}.json") for m in (*FAMILY_NAMES,
                                                                               "static")},
                   "bert-published": read_json(metrics / "import_bert.json")},
-        curves={m: read_curve(root / LIVE_DIR / f"pretrain_{m}") for m in PRETRAIN_MODELS},
-        heldout={m: read_eval_curve(root / LIVE_DIR / f"pretrain_{m}") for m in PRETRAIN_MODELS},
+        curves={m: read_curve(root / LIVE_DIR / f"pretrain_{m}") for m in FAMILY_NAMES},
+        heldout={m: read_eval_curve(root / LIVE_DIR / f"pretrain_{m}") for m in FAMILY_NAMES},
         transfer=transfer,
-        probes={m: read_probe(metrics / "probe" / f"{m}.json") for m in PROBE_MODELS},
+        probes={m: read_probe(metrics / "probe" / f"{m}.json") for m in FAMILY_NAMES},
         probe_predictions=read_probe_predictions(root),
         corpus_manifest=read_json(root / "data" / "raw" / "corpus" / "MANIFEST.json"),
         task_manifests={t: read_json(root / "data" / "raw" / "tasks" / t / "MANIFEST.json")
@@ -347,7 +346,7 @@ def load_inputs(root: Path | str, tasks: list[str], methods: list[str],
         compute={name: entry for name, _ in ledger_stages(tasks, methods, curve)
                  if (entry := read_compute(root / COMPUTE_DIR / f"{name}.json")) is not None},
         weights={m: read_weights(root / WEIGHTS_DIR / f"{m}.json")
-                 for m in (*PRETRAIN_MODELS, "bert-published")},
+                 for m in (*FAMILY_NAMES, "bert-published")},
         baselines=baselines,
         predictions=read_prediction_grid(root, transfer, baselines),
         learning_curves=read_learning_curves(root, list(curve["tasks"]), list(curve["methods"]))

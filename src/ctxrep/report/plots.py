@@ -17,14 +17,14 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from ctxrep.families import FAMILIES
+from ctxrep.families import FAMILIES, NAMES
 from ctxrep.io import atomic_file
 from ctxrep.report.inputs import Curve, EvalCurve
 from ctxrep.transfer.record import CellRecord
 
 DPI = 100
 PANEL_SIZE = (4.5, 3.2)   # inches per panel
-LEARNED_MIX_METHODS = ("elmo", "elmo-io", "bert-feature")
+LEARNED_MIX_METHODS = ("elmo", "elmo-io", "bert-feature", "gpt-feature")
 
 
 def default_style(build):
@@ -70,7 +70,7 @@ def save_png(fig: Figure, path: Path | str) -> None:
 
 # What each pretrained model's held-out curve is plotted as: (held-out metric, label,
 # whether the panel's y axis is perplexity (log scale: the train loss as exp(loss)) or loss).
-HELDOUT = {name: f.heldout for name, f in FAMILIES.items()}
+HELDOUT = {name: FAMILIES[name].heldout for name in NAMES}
 
 
 def moving_mean(values: list[float], window: int) -> np.ndarray:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 
-from ctxrep.families import FAMILIES
+from ctxrep.families import FAMILIES, NAMES
 from ctxrep.transfer.record import CellRecord
 
 DECIMALS = 4
@@ -67,10 +67,10 @@ def summarise(transfer: dict[str, dict[str, CellRecord]], extras: dict | None = 
 
 # The pretraining numbers that are headlines: held-out quality and the budget it took (the rest
 # of metrics/pretrain_*.json are statistics: parameter counts, FLOPs, per-direction values).
-PRETRAIN_HEADLINES = {name: f.headlines for name, f in FAMILIES.items()}
+PRETRAIN_HEADLINES = {name: FAMILIES[name].headlines for name in NAMES}
 # metrics/intrinsic.json's headlines (the models on a text from another domain): model → the key
 # there, and its name here.
-INTRINSIC_HEADLINES = {name: f.intrinsic for name, f in FAMILIES.items()}
+INTRINSIC_HEADLINES = {name: FAMILIES[name].intrinsic for name in NAMES}
 
 
 def intrinsic_headlines(intrinsic: dict | None) -> dict:

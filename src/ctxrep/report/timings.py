@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     params = config.read_params()
     grid = params["grid"]
     try:
-        inputs = load_inputs(".", list(grid["tasks"]), config.grid_methods(grid),
+        inputs = load_inputs(".", list(grid["tasks"]), config.grid_methods(grid, params["left_to_right"]),
                              fetched=list(params["tasks"]), curve=params["learning_curve"])
     except ReportInputError as e:
         raise SystemExit(f"ctxrep timings: bad input: {e}") from e

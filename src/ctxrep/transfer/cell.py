@@ -167,12 +167,13 @@ def run_cell(task: str, approach: Approach, common: config.TransferCommon, run=N
     return Cell(record, cost, predictions)
 
 
-def cell_stage(stage_name: str, task: str, method: str, approach_of) -> None:
-    """The body of stage ``<stage_name>@<task>-<method>`` (``transfer`` and ``finetune``): run
-    the cell with the approach ``approach_of(method, params)`` builds, and write its record
+def cell_stage(task: str, method: str, approach_of) -> None:
+    """The body of a cell's stage (``transfer@<task>-<method>``, ``finetune@<task>-<method>``,
+    or a left-to-right LM's ``*_ltr`` cell: :func:`ctxrep.config.cell_stage_name`): run the cell
+    with the approach ``approach_of(method, params)`` builds, and write its record
     (metrics/transfer/<task>/<method>.json), each seed's predictions, and its DVCLive curves
     (dvclive/transfer/<task>/<method>/seed<N>/)."""
-    with stage(f"{stage_name}@{task}-{method}", None) as ctx:
+    with stage(config.cell_stage_name(task, method), None) as ctx:
         common, p = config.load_transfer(method, ctx.params)
         approach = approach_of(method, p)
         ctx.log_params({"task": task, "method": method, "transfer": {

@@ -83,7 +83,7 @@ class CellData:
     task: str
     method: str
     kind: str                  # the task's kind (:mod:`ctxrep.kinds`)
-    metrics: tuple[str, ...]   # the task's metrics; the first names the primary score
+    metrics: str | Sequence[str]  # the task's metric module(s); the first names the primary score
     splits: dict               # "train" and the evaluated split → Dataset
     eval_split: str
     train_idx: list[int]       # rows of splits["train"] trained on

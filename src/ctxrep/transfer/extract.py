@@ -135,4 +135,4 @@ def extract_task(featurize, task_splits: dict, kind: str, out_dir: Path, batch_s
 
 
 # Each model family's featurizer (ctxrep.families), as stage extract@<family> runs it.
-FEATURIZERS = {"bilm": ElmoFeaturizer, "bert": BertFeaturizer}
+FEATURIZERS = {"bilm": ElmoFeaturizer, "bert": BertFeaturizer, "gpt": BertFeaturizer}

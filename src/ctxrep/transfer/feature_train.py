@@ -213,10 +213,13 @@ class FeatureBased:
             [WORD_VECTORS] if self.method in config.READS_WORD_VECTORS else [])
 
     def prepare(self, data: CellData) -> None:
-        if config.FEATURES_OF[self.method] is not None:
-            self.store = FeatureStore(FEATURES / config.FEATURES_OF[self.method] / data.task)
+        """Open the inputs once per approach (a learning curve prepares one per fraction)."""
+        features = config.FEATURES_OF[self.method]
+        if features is not None:
+            if self.store is None or self.store.root != FEATURES / features / data.task:
+                self.store = FeatureStore(FEATURES / features / data.task)
             self.store.check_examples(data.splits, data.kind)
-        if self.method in config.READS_WORD_VECTORS:
+        if self.method in config.READS_WORD_VECTORS and self.vectors is None:
             self.vectors = WordVectors.load(WORD_VECTORS)
 
     def train_seed(self, data: CellData, seed: int, ckpt: Path, run,

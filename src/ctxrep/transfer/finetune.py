@@ -38,7 +38,7 @@ from tokenizers import Tokenizer
 from torch import nn
 
 from ctxrep import kinds, seeds
-from ctxrep.config import BERT_MODELS, FINETUNE_METHODS, FinetuneTransferParams
+from ctxrep.config import BERT_MODELS, FINETUNE_METHODS, FROM_SCRATCH, FinetuneTransferParams
 from ctxrep.kinds.interface import Feature, TaskFormat
 from ctxrep.models.bert import BertConfig, BertModel, flops_per_token, init_bert_weights
 from ctxrep.models.bert_hf import config_from_hf, load_pretrained
@@ -291,7 +291,7 @@ def run_finetune(data: CellData, model_dir: Path, pretrained: bool, p: FinetuneT
                                   metric, p.batch_size, seed, tokenizer.token_to_id("[PAD]"),
                                   device, data.patience)
     result = train(objective, loop_config, Path(ckpt_dir), run,
-                   desc=f"{'bert-finetune' if pretrained else 'bert-scratch'} {kind}",
+                   desc=f"{'fine-tune' if pretrained else 'from scratch'} {kind}",
                    live_dir=live_dir)
     remove_checkpoints(Path(ckpt_dir))
     objective.selection.restore()
@@ -345,7 +345,7 @@ class FineTuning:
 
     def train_seed(self, data: CellData, seed: int, ckpt: Path, run,
                    live_dir: Path | None) -> SeedResult:
-        result = run_finetune_seed(data, self.model_dir, self.method == "bert-finetune",
+        result = run_finetune_seed(data, self.model_dir, self.method not in FROM_SCRATCH,
                                    self.params, seed, ckpt, self.lr, run, live_dir=live_dir)
         self.lr = result.lr
         return result

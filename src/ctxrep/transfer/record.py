@@ -19,6 +19,10 @@ from pathlib import Path
 
 from ctxrep.errors import InputError
 
+# What a fine-tuned cell may start from (``config.BERT_MODELS``, which this module cannot import:
+# the report reads it): the stage that wrote the network.
+STARTING_POINTS = ("pretrain_bert", "import_bert", "pretrain_gpt")
+
 DECIMALS = 6  # scores and rates in a record are rounded to this many decimals
 
 
@@ -192,9 +196,9 @@ class CellRecord:
             _check_list(data, path, key)
         if "train_fraction" in data:
             number(data["train_fraction"], path, "train_fraction")
-        if data.get("bert") not in (None, "pretrain_bert", "import_bert"):
-            raise ReportInputError(path, f"'bert' = {data['bert']!r}: expected pretrain_bert or "
-                                         f"import_bert")
+        if data.get("bert") not in (None, *STARTING_POINTS):
+            raise ReportInputError(path, f"'bert' = {data['bert']!r}: expected one of "
+                                         f"{', '.join(STARTING_POINTS)}")
         header = {key: data[key] for key in HEADER} | {"train_fraction": data.get("train_fraction"),
                                                        "bert": data.get("bert")}
         if "unavailable" in data:

@@ -1,0 +1,57 @@
+"""Pretraining a network of BERT's architecture on the tokenized corpus, for a pretraining stage:
+BERT's masked LM (``pretrain_bert``) or the left-to-right LM of BERT's Table 5 (``pretrain_gpt``,
+the same network with causal attention). Both write a Hugging Face model folder with the corpus's
+WordPiece tokenizer, ``metrics/<stage>.json``, the compute ledger's row and the curves."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from ctxrep import config
+from ctxrep.data.tokenized import TokenizedCorpus
+from ctxrep.io import atomic_dir
+from ctxrep.models.bert import BertConfig, BertForPreTraining, count_parameters, flops_per_token
+from ctxrep.models.bert_hf import save_pretrained
+from ctxrep.pretraining.bert_objective import load_documents
+from ctxrep.pretraining.publish import publish
+from ctxrep.published import record_trained
+from ctxrep.training.checkpoints import run_key
+from ctxrep.training.distributed import default_device, init_distributed
+from ctxrep.training.loop import LoopConfig, train
+
+
+def pretrain(ctx, stage: str, family: str, objective_type, is_decoder: bool = False):
+    """Train ``objective_type`` (a BertObjective) on the network the stage's params describe,
+    into data/models/<family>; checkpoints in data/checkpoints/<stage>, curves in
+    dvclive/<stage>. Returns the network (on the CPU) and the loop's result."""
+    p = ctx.section
+    out, checkpoints = Path("data/models") / family, Path("data/checkpoints") / stage
+    corpus = TokenizedCorpus(p.path)
+    vocab = corpus.wordpiece_tokenizer().get_vocab()
+    with config.as_param_error(stage):  # before any work
+        model_config = BertConfig.from_params(p, vocab_size=len(vocab), pad_token_id=vocab["[PAD]"],
+                                              is_decoder=is_decoder)
+
+    dist = init_distributed(config.load_section("launch", ctx.params).world_size)
+    device = default_device(dist)
+    torch.manual_seed(p.seed)
+    model = BertForPreTraining(model_config).to(device)
+    objective = objective_type(model, load_documents(corpus, "train"),
+                               load_documents(corpus, "validation"), vocab, p, device, dist)
+    key = run_key(config.as_dict(p), corpus.meta)
+    result = train(objective, LoopConfig.from_params(p), checkpoints / key, ctx.run, dist,
+                   desc=stage, live_dir=Path("dvclive") / stage)
+
+    if dist.main:
+        with atomic_dir(out) as tmp:
+            save_pretrained(model.cpu(), tmp, tokenizer_dir=corpus.root,
+                            do_lower_case=corpus.meta["params"]["lowercase"])
+        # the LM decodes every position; BERT's count keeps flops_per_token's 15 % masked
+        decoded = {"masked_fraction": 1.0} if is_decoder else {}
+        publish(ctx, stage, result, {k: round(v, 4) for k, v in result.final_eval.items()},
+                count_parameters(model), flops_per_token(model_config, p.max_seq_len, **decoded),
+                checkpoints)
+        record_trained(family, p.path)
+    return model, result, dist
