@@ -24,7 +24,7 @@ def test_every_list_of_families_is_the_registry():
     assert tuple(summary.INTRINSIC_HEADLINES) == names
     # each family's features and its untrained control's, as the methods read them; an
     # optional family's own features only
-    optional = tuple(n for n in every if families.family(n).optional)
+    optional = tuple(n for n in every if families.family(n).left_to_right)
     assert optional == tuple(config.LEFT_TO_RIGHT)
     assert set(config.FEATURE_SETS) == ({f"{n}{suffix}" for n in names for suffix in ("", "-random")}
                                         | set(optional))
@@ -64,3 +64,56 @@ def test_an_unknown_family_is_refused_naming_the_known():
 
     with pytest.raises(ValueError, match="unknown model family 'xlnet'; known: bilm, bert, gpt"):
         families.family("xlnet")
+
+
+def _code_strings(path: Path) -> list[tuple[int, str]]:
+    """(line, text) of every string and name in a module's code: docstrings left out."""
+    import ast
+
+    tree = ast.parse(path.read_text())
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr)
+                  and isinstance(node.body[0].value, ast.Constant)}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            found.append((node.lineno, node.value))
+        elif isinstance(node, ast.Name):
+            found.append((node.lineno, node.id))
+        elif isinstance(node, ast.Attribute):
+            found.append((node.lineno, node.attr))
+    return found
+
+
+def test_a_left_to_right_family_is_named_in_the_registry_alone():
+    """Everything about a left-to-right LM follows from its registry entry: no other module's
+    code, no stage script and no command or dependency in dvc.yaml names it (comments and
+    docstrings may), so a second one is an entry plus its conf keys."""
+    import re
+
+    # "gpt" in "gpt-feature" or "pretrain_gpt", not inside another word
+    names = re.compile(r"(?<![A-Za-z])(" + "|".join(families.LEFT_TO_RIGHT) + r")(?![A-Za-z])")
+    modules = [p for p in (*(REPO / "src").rglob("*.py"), *(REPO / "stages").glob("*.py"))
+               if p != REPO / "src/ctxrep/families.py"]
+    named = [f"{p.relative_to(REPO)}:{line}: {text!r}" for p in modules
+             for line, text in _code_strings(p) if names.search(text)]
+    assert named == []
+    pipeline = [line.split("#")[0] for line in (REPO / "dvc.yaml").read_text().splitlines()]
+    assert [line for line in pipeline if names.search(line)] == []
+
+
+def test_make_exp_show_drops_every_params_section():
+    """`make exp-show` keeps the headlines: its --drop (read from the Makefile) drops every
+    top-level params key, a new family's ``pretrain_<name>`` too, but the two that say how the
+    run went: its profile and its arithmetic (compute)."""
+    import re
+
+    from ctxrep.config.params import TOP_LEVEL
+
+    makefile = (REPO / "Makefile").read_text()
+    sections = re.search(r"^PARAM_SECTIONS := (.+)$", makefile, re.M).group(1)
+    drop = re.search(r"exp show --md --drop '(.+)'$", makefile, re.M).group(1)
+    drop = drop.replace("$(PARAM_SECTIONS)", sections).replace("$$", "$")
+    kept = [k for k in TOP_LEVEL if not re.match(drop, k) and not re.match(drop, f"{k}.key")]
+    assert kept == ["profile", "compute"]

@@ -1,6 +1,6 @@
 """The method catalogue: which transfer methods exist, and what each one reads."""
 
-from ctxrep.families import family
+from ctxrep.families import LEFT_TO_RIGHT, family
 
 # Feature-based methods. As in ELMo's Table 1, every method's task model reads a
 # context-independent representation x_k of each word, the static word vectors trained on the same
@@ -12,27 +12,26 @@ from ctxrep.families import family
 #   elmo-last ... [mix of the model's layers; x_k]
 #
 # ``elmo-random`` and ``bert-random`` are the same architectures untrained: the controls that show
-# what pretraining itself contributes. ``gpt-feature`` reads the left-to-right LM of BERT's
-# Table 5 (``left_to_right``).
+# what pretraining itself contributes. ``<family>-feature`` reads a left-to-right LM of BERT's
+# Table 5 (``ctxrep.families.LEFT_TO_RIGHT``).
 FEATURES_OF = {"static": None, "elmo-token": "bilm", "elmo-last": "bilm", "elmo-avg": "bilm",
                "elmo": "bilm", "elmo-io": "bilm", "bert-feature": "bert",
-               "elmo-random": "bilm-random", "bert-random": "bert-random", "gpt-feature": "gpt"}
+               "elmo-random": "bilm-random", "bert-random": "bert-random",
+               **{feature: name for name, (feature, _) in LEFT_TO_RIGHT.items()}}
 # The methods that read the static word vectors as x_k: all but the token-layer control.
 READS_WORD_VECTORS = frozenset(FEATURES_OF) - {"elmo-token"}
 FEATURE_METHODS = tuple(FEATURES_OF)
 # Fine-tuned methods: the network of ``transfer.<method>.bert`` and a task head, trained together;
-# ``bert-scratch`` from a fresh initialisation of that network (the no-pretraining control).
-FINETUNE_METHODS = ("bert-finetune", "bert-scratch", "gpt-finetune")
+# ``bert-scratch`` from a fresh initialisation of that network (the no-pretraining control);
+# ``<family>-finetune`` from a left-to-right LM.
+FINETUNE_METHODS = ("bert-finetune", "bert-scratch", *(tuned for _, tuned in LEFT_TO_RIGHT.values()))
 FROM_SCRATCH = frozenset({"bert-scratch"})
 METHODS = FEATURE_METHODS + FINETUNE_METHODS
 # bilm, bert, bilm-random, bert-random, gpt: what the extract stages write
 FEATURE_SETS = tuple(dict.fromkeys(f for f in FEATURES_OF.values() if f is not None))
-
-# The left-to-right LM families (BERT's Table 5 ablation), pretrained only in profiles that list
-# them in ``left_to_right``: each one's methods run in the ``*_ltr`` stages of dvc.yaml, never
-# through the grid's lists (whose stages depend on the four other feature sets only).
-LEFT_TO_RIGHT = {"gpt": ("gpt-feature", "gpt-finetune")}
-
+# A left-to-right LM family's methods run in the ``*_ltr`` stages of dvc.yaml, which only
+# profiles listing the family in ``left_to_right`` have, never through the grid's lists (whose
+# stages depend on the four other feature sets only).
 
 
 def left_to_right_family(method: str) -> str | None:
@@ -54,7 +53,12 @@ def extract_stage_name(features: str) -> str:
     return f"extract_ltr@{features}" if features in LEFT_TO_RIGHT else f"extract@{features}"
 
 
+def pretrain_stage_name(name: str) -> str:
+    """The DVC stage that pretrains family ``name`` into data/models/<name>."""
+    return f"pretrain_ltr@{name}" if name in LEFT_TO_RIGHT else f"pretrain_{name}"
+
+
 # The networks a fine-tuning method can start from: the stage that wrote it, and where.
 BERT_MODELS = {"pretrain_bert": str(family("bert").model_dir),
                "import_bert": "data/models/bert-published",
-               "pretrain_gpt": str(family("gpt").model_dir)}
+               **{family(name).section: str(family(name).model_dir) for name in LEFT_TO_RIGHT}}

@@ -11,6 +11,7 @@ from ctxrep.config.fields import (MAX_BATCH, MAX_CLIP, MAX_COUNT, MAX_DIM, MAX_E
                                   MAX_SEEDS, MAX_STEPS, ParamError, check_seed_count, param,
                                   section)
 from ctxrep.config.methods import BERT_MODELS, FEATURE_METHODS
+from ctxrep.families import LEFT_TO_RIGHT, family
 from ctxrep.errors import InputError
 
 PRECISIONS = ("fp32", "bf16")  # the training loop's autocast (ctxrep.training.loop)
@@ -146,8 +147,8 @@ class BiLMParams(ModelSourceParams):
 
 @section
 class TransformerParams(ModelSourceParams):
-    """What ``pretrain_bert`` and ``pretrain_gpt`` share: BERT's architecture, its segments of
-    the tokenized corpus, and the held-out set."""
+    """What ``pretrain_bert`` and a left-to-right family's ``pretrain_<family>`` share: BERT's
+    architecture, its segments of the tokenized corpus, and the held-out set."""
 
     size: str = param(choices=("tiny", "mini", "small", "medium", "base", "custom"),
                       doc="Turc et al. 2019 sizes, or 'custom' with the keys below")
@@ -195,11 +196,12 @@ class BertParams(TransformerParams):
 
 
 @section
-class GptParams(TransformerParams):
-    """``pretrain_gpt``: the left-to-right Transformer LM of BERT's Table 5 ("LTR & No NSP"):
-    BERT's architecture with causal attention, trained to predict each next token on the same
-    segments (conf/config.yaml takes every key from ``pretrain_bert``, so the two share corpus,
-    size and budget unless a profile says otherwise)."""
+class LeftToRightParams(TransformerParams):
+    """``pretrain_<family>`` of a left-to-right family (``ctxrep.families.LEFT_TO_RIGHT``), the
+    Transformer LM of BERT's Table 5 ("LTR & No NSP"): BERT's architecture with causal
+    attention, trained to predict each next token on the same segments (conf/config.yaml takes
+    ``pretrain_gpt``'s every key from ``pretrain_bert``, so the two share corpus, size and budget
+    unless a profile says otherwise)."""
 
     nsp = False  # not a key: one segment per instance, as BERT's "LTR & No NSP" row
 
@@ -451,7 +453,7 @@ SECTIONS: dict[str, type] = {
     "tokenize": TokenizeParams,
     "pretrain_bilm": BiLMParams,
     "pretrain_bert": BertParams,
-    "pretrain_gpt": GptParams,
+    **{family(name).section: LeftToRightParams for name in LEFT_TO_RIGHT},
     "launch": LaunchParams,
     "compute": ComputeParams,
     "import_bert": ImportBertParams,

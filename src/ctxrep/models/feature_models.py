@@ -39,8 +39,9 @@ from ctxrep.models.scalar_mix import ScalarMix
 
 
 # The random-init controls combine their (untrained) layers as their pretrained counterparts do,
-# and the left-to-right LM's layers are mixed as BERT's.
-LEARNED_MIX_OF = {"elmo-random": "elmo", "bert-random": "bert-feature", "gpt-feature": "bert-feature"}
+# and a left-to-right LM's layers (BERT's network) are mixed as BERT's.
+LEARNED_MIX_OF = {"elmo-random": "elmo", "bert-random": "bert-feature",
+                  **{feature: "bert-feature" for feature, _ in config.LEFT_TO_RIGHT.values()}}
 
 
 @dataclass

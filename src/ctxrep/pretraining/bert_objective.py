@@ -101,14 +101,19 @@ class BertObjective:
             logs["nsp_acc"] = (out.nsp_correct / out.nsp_count).item()
         return loss, logs, int(batch["attention_mask"].sum())
 
-    def evaluate(self) -> dict:
-        sums = Counter()
+    def heldout_batches(self):
+        """(batch, the model's output on it) over the held-out instances, shortest first; each
+        instance masked (where the collator masks) from a seed of its own, the same every time."""
         order = sorted(range(len(self.heldout)), key=lambda i: len(self.heldout[i].input_ids))
         for start in range(0, len(order), self.p.batch_size):
             idx = order[start:start + self.p.batch_size]
             batch = self._collate([self.heldout[i] for i in idx], [12345 + i for i in idx],
                                   self.heldout_collate)
-            out = self.model(**batch)
+            yield batch, self.model(**batch)
+
+    def evaluate(self) -> dict:
+        sums = Counter()
+        for batch, out in self.heldout_batches():
             n = float(out.mlm_count)
             sums["mlm_nll"] += float(out.mlm_loss) * n
             sums["mlm_correct"] += float(out.mlm_correct)

@@ -58,11 +58,7 @@ class NextTokenObjective(BertObjective):
 
     def evaluate(self) -> dict:
         sums = Counter()
-        order = sorted(range(len(self.heldout)), key=lambda i: len(self.heldout[i].input_ids))
-        for start in range(0, len(order), self.p.batch_size):
-            batch = self._collate([self.heldout[i] for i in order[start:start + self.p.batch_size]],
-                                  [], self.heldout_collate)
-            out = self.model(**batch)
+        for batch, out in self.heldout_batches():
             n = float(out.mlm_count)
             sums["nll"] += float(out.mlm_loss) * n
             sums["correct"] += float(out.mlm_correct)

@@ -32,7 +32,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxrep.config.methods import cell_stage_name, left_to_right_family
+from ctxrep.config.methods import (cell_stage_name, extract_stage_name, left_to_right_family,
+                                   pretrain_stage_name)
 from ctxrep.families import NAMES as FAMILY_NAMES
 from ctxrep.transfer.record import CellRecord, ReportInputError, number, require
 
@@ -272,7 +273,7 @@ def ledger_stages(tasks: list[str], methods: list[str],
     single = ["tokenize", "pretrain_bilm", "pretrain_bert", "import_bert", "pretrain_static",
               "neighbors", "intrinsic", "extract@bilm",
               "extract@bert", "extract@bilm-random", "extract@bert-random",
-              *(f"{group}_ltr@{f}" for f in left_to_right for group in ("pretrain", "extract"))]
+              *(stage for f in left_to_right for stage in (pretrain_stage_name(f), extract_stage_name(f)))]
     return ([(name, name) for name in single]
             + [(f"baseline@{t}", "baselines") for t in tasks]
             + [(cell_stage_name(t, m), f"transfer {m}") for m in methods for t in tasks]

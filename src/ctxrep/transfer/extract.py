@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from ctxrep import kinds, seeds
+from ctxrep.families import LEFT_TO_RIGHT
 from ctxrep.models.bert import count_parameters, flops_per_token
 from ctxrep.transfer.features import FieldWriter, examples_fingerprint, task_words
 
@@ -134,5 +135,7 @@ def extract_task(featurize, task_splits: dict, kind: str, out_dir: Path, batch_s
     return meta
 
 
-# Each model family's featurizer (ctxrep.families), as stage extract@<family> runs it.
-FEATURIZERS = {"bilm": ElmoFeaturizer, "bert": BertFeaturizer, "gpt": BertFeaturizer}
+# Each model family's featurizer (ctxrep.families), as stage extract@<family> runs it: a
+# left-to-right LM is BERT's network.
+FEATURIZERS = {"bilm": ElmoFeaturizer, "bert": BertFeaturizer,
+               **dict.fromkeys(LEFT_TO_RIGHT, BertFeaturizer)}
