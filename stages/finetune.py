@@ -9,7 +9,7 @@ rate's dev score. Feature-based methods run in stage transfer: this one imports 
 
 import sys
 
-from ctxrep.transfer.cell import cell_stage
+from ctxrep.transfer.cell_stage import cell_stage
 from ctxrep.transfer.finetune import FineTuning
 
 cell_stage(sys.argv[1], sys.argv[2], FineTuning)

@@ -8,7 +8,7 @@ in stage finetune: this one imports none of their code.
 
 import sys
 
-from ctxrep.transfer.cell import cell_stage
+from ctxrep.transfer.cell_stage import cell_stage
 from ctxrep.transfer.feature_train import FeatureBased
 
 cell_stage(sys.argv[1], sys.argv[2], FeatureBased)

@@ -8,6 +8,7 @@ is the same run from a freshly initialised encoder of the same shape: the no-pre
     TaskFormat            per task kind: inputs, head, loss, predictions (its ``task_format``,
                           :mod:`ctxrep.kinds`)
     FinetuneModel         encoder + head
+    EncodedSplits         a cell's rows as the task's format encoded them (train, dev)
     FinetuneObjective     the loop's Objective: plan / batch / loss / evaluate
     run_finetune          one seed at one learning rate
     run_finetune_seed     one seed, its learning rate given, or chosen from the params' grid
@@ -29,9 +30,9 @@ import logging
 import math
 import shutil
 import time
-from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from tokenizers import Tokenizer
@@ -47,6 +48,9 @@ from ctxrep.transfer.data import CellData, training_batches
 from ctxrep.transfer.record import SeedResult
 from ctxrep.transfer.scoring import primary_key, score
 from ctxrep.transfer.selection import BestOnDev, SelectsOnDev, interval_losses
+
+if TYPE_CHECKING:
+    from datasets import Dataset
 
 log = logging.getLogger(__name__)
 
@@ -150,19 +154,31 @@ def infer(model: FinetuneModel, task: TaskFormat, features: list[Feature], batch
     return outputs
 
 
+@dataclass
+class EncodedSplits:
+    """A cell's rows as fine-tuning reads them: the task's format (``task``) and the features
+    it encoded from the training and dev rows, beside the dev rows themselves (their scores
+    select the best evaluation)."""
+
+    task: TaskFormat
+    train: list[Feature]
+    dev: list[Feature]
+    dev_set: Dataset
+    pad_id: int       # the tokenizer's [PAD]
+
+
 class FinetuneObjective(SelectsOnDev):
     """The shared loop's view of fine-tuning: seeded shuffles of the training features into
-    batches, the task's loss, and the dev split's scores, which select the best epoch."""
+    batches, the task's loss, and the dev split's scores (the cell's metric), which select the
+    best evaluation; ``data.patience`` evaluations without a better one end training."""
 
-    def __init__(self, model: FinetuneModel, task: TaskFormat, train_features: list[Feature],
-                 dev_features: list[Feature], dev_set, kind: str, metric: str | Sequence[str], batch_size: int,
-                 seed: int, pad_id: int, device: torch.device, patience: int):
-        self.model, self.task = model, task
-        self.train_features, self.dev_features, self.dev_set = train_features, dev_features, dev_set
-        self.kind, self.metric = kind, metric
-        self.batch_size, self.seed, self.pad_id, self.device = batch_size, seed, pad_id, device
-        self.selection = BestOnDev(model, primary_key(metric), patience)
-        self.train_lengths = [len(f["input_ids"]) for f in train_features]
+    def __init__(self, model: FinetuneModel, encoded: EncodedSplits, data: CellData,
+                 batch_size: int, seed: int, device: torch.device):
+        self.model, self.encoded, self.task = model, encoded, encoded.task
+        self.kind, self.metric = data.kind, data.metrics
+        self.batch_size, self.seed, self.device = batch_size, seed, device
+        self.selection = BestOnDev(model, primary_key(self.metric), data.patience)
+        self.train_lengths = [len(f["input_ids"]) for f in encoded.train]
 
     def plan(self, epoch: int) -> list[list[int]]:
         """Seeded batches of similar-length features (padding per batch is then small)."""
@@ -170,19 +186,21 @@ class FinetuneObjective(SelectsOnDev):
                                 seeds.FINETUNE_BATCHES.at(self.seed, epoch))
 
     def batch(self, indices: list[int], step: int) -> dict:
-        return collate([self.train_features[i] for i in indices], self.task, self.pad_id, self.device)
+        return collate([self.encoded.train[i] for i in indices], self.task, self.encoded.pad_id,
+                       self.device)
 
     def loss(self, batch: dict, model) -> tuple[torch.Tensor, dict, int]:
         loss = self.task.loss(model(batch), batch)
         return loss, {"loss": float(loss.detach())}, int(batch["attention_mask"].sum())
 
     def predict(self, features: list[Feature], dataset) -> list:
-        outputs = infer(self.model, self.task, features, self.batch_size, self.pad_id, self.device)
+        outputs = infer(self.model, self.task, features, self.batch_size, self.encoded.pad_id,
+                        self.device)
         return self.task.predict(outputs, features, dataset)
 
     def dev_scores(self) -> dict:
-        return score(self.kind, self.metric, self.dev_set,
-                     self.predict(self.dev_features, self.dev_set))
+        dev_set = self.encoded.dev_set
+        return score(self.kind, self.metric, dev_set, self.predict(self.encoded.dev, dev_set))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -287,9 +305,9 @@ def run_finetune(data: CellData, model_dir: Path, pretrained: bool, p: FinetuneT
                              eval_every=p.eval_every, checkpoint_every=p.eval_every,
                              log_every=max(1, p.eval_every // 4), seed=seed,
                              compile=p.compile, precision=p.precision)
-    objective = FinetuneObjective(model, task, train_features, dev_features, dev_set, kind,
-                                  metric, p.batch_size, seed, tokenizer.token_to_id("[PAD]"),
-                                  device, data.patience)
+    encoded = EncodedSplits(task, train_features, dev_features, dev_set,
+                            pad_id=tokenizer.token_to_id("[PAD]"))
+    objective = FinetuneObjective(model, encoded, data, p.batch_size, seed, device)
     result = train(objective, loop_config, Path(ckpt_dir), run,
                    desc=f"{'fine-tune' if pretrained else 'from scratch'} {kind}",
                    live_dir=live_dir)
@@ -355,5 +373,5 @@ class FineTuning:
 
 
 __all__ = ["FineTuning", "run_finetune", "run_finetune_seed", "build_encoder",
-           "load_tokenizer", "read_bert_config", "FinetuneModel", "FinetuneObjective", "collate",
+           "load_tokenizer", "read_bert_config", "FinetuneModel", "EncodedSplits", "FinetuneObjective", "collate",
            "infer"]
