@@ -438,3 +438,46 @@ def test_import_bert_never_empties_a_folder_that_holds_other_files(hf_bert, tmp_
     main(["import-bert", str(hf_bert), str(tmp_path / "saved")])
     main(["import-bert", str(hf_bert), str(tmp_path / "saved")])  # a saved BERT is replaced
     assert "wrote" in capsys.readouterr().out
+
+
+def test_unpack_never_deletes_a_users_files_in_the_checkpoint_folder(tmp_path, capsys):
+    """Issue 61 B: `ctxrep unpack NAME --root R` with R/NAME holding a user's files (and no
+    pinned weights, the path `make` takes) replaced the folder as a whole and lost them."""
+    from ctxrep.cli import main
+    from ctxrep.published import MINILM
+
+    folder = tmp_path / "p2" / MINILM.name
+    (folder / "sub").mkdir(parents=True)
+    (folder / "notes.txt").write_text("x")
+    (folder / "sub" / "kept.txt").write_text("y")
+    with pytest.raises(SystemExit) as exit_:
+        main(["unpack", MINILM.name, "--root", str(tmp_path / "p2")])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "notes.txt, sub" in err and "Traceback" not in err
+    assert (folder / "notes.txt").read_text() == "x" and (folder / "sub" / "kept.txt").is_file()
+
+    with pytest.raises(SystemExit) as exit_:  # a root that is a file: one line, no traceback
+        main(["unpack", MINILM.name, "--root", str(tmp_path / "p2" / MINILM.name / "notes.txt")])
+    assert exit_.value.code == 2 and "not a folder" in capsys.readouterr().err
+
+    (folder / "notes.txt").unlink()
+    shutil.rmtree(folder / "sub")
+    main(["unpack", MINILM.name, "--root", str(tmp_path / "p2")])  # pinned files alone: fine
+    assert sorted(p.name for p in folder.iterdir()) == sorted(MINILM.files)
+
+
+def test_import_bert_refuses_to_write_over_its_own_source(tmp_path, capsys):
+    """Issue 61 C: `ctxrep import-bert DIR DIR` passed the saved-BERT check (DIR holds only a
+    BERT's files) and replaced the source, deleting vocab.txt and special_tokens_map.json."""
+    from ctxrep.cli import main
+
+    source = tmp_path / MINILM_DIR.name
+    shutil.copytree(MINILM_DIR, source)
+    before = {p.name: p.read_bytes() for p in source.iterdir()}
+    for out in (source, source / "inner", tmp_path):
+        with pytest.raises(SystemExit) as exit_:
+            main(["import-bert", str(source), str(out)])
+        err = capsys.readouterr().err
+        assert exit_.value.code == 2 and "Traceback" not in err, err
+        assert "overlaps" in err or "replaced as a whole" in err, err
+        assert {p.name: p.read_bytes() for p in source.iterdir()} == before

@@ -6,6 +6,7 @@ DVC is a small script named ``dvc`` (what ``workspace.dvc_process`` looks for ab
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -143,3 +144,77 @@ def test_make_repro_refuses_to_start_beside_a_dvc_process_that_owns_the_checkout
     finally:
         orphan.kill()
         orphan.wait()
+
+
+def test_make_repros_dvc_command_is_recognised_as_dvc():
+    """`make repro` starts DVC as `python -m ctxrep.dvc_cli`: unrecognised, no stage under it
+    claimed the checkout or checked its params (issue 61 A)."""
+    from ctxrep import repro
+
+    assert workspace.is_dvc([*repro.dvc_command(), "exp", "run", "-S", "profile=tiny"])
+    assert workspace.is_dvc(["/usr/bin/python3", "-m", "dvc", "repro"])
+    assert workspace.is_dvc(["/x/.venv/bin/python", "/x/.venv/bin/dvc", "exp", "run"])
+    assert not workspace.is_dvc([sys.executable, "-m", "ctxrep.launch", "stages/report.py"])
+    assert not workspace.is_dvc([sys.executable, "-m", "pytest", "-q"])
+
+
+SLOW_STAGE = """
+import time
+from pathlib import Path
+from ctxrep.stage import stage
+
+with stage("slow", None, track=False) as ctx:
+    steps = ctx.params["pretrain_bilm"]["steps"]
+    Path("started").write_text("")
+    deadline = time.time() + 60
+    while not Path("go").exists() and time.time() < deadline:
+        time.sleep(0.05)
+    Path("out.txt").write_text(f"trained for {steps} steps\\n")
+"""
+
+
+def test_params_rewritten_under_make_repros_dvc_record_nothing(tmp_path):
+    """Issue 61 A, as `make repro` runs DVC (`python -m ctxrep.dvc_cli`): params.yaml rewritten
+    while a stage runs (a `dvc exp run -S …` typed beside it) must leave neither a dvc.lock
+    entry nor a run-cache entry recording the result under the new params. Before the fix the
+    stage ran unclaimed and DVC recorded its output under params it did not compute with."""
+    import yaml
+
+    from tests.conftest import REPO, compose
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    shutil.copytree(REPO / "conf", root / "conf")
+    compose(root, "tiny")
+    (root / "stage.py").write_text(SLOW_STAGE)
+    (root / "dvc.yaml").write_text(yaml.safe_dump({"stages": {"slow": {
+        "cmd": f"{sys.executable} -m ctxrep.launch stage.py",
+        "params": ["pretrain_bilm.steps"], "outs": ["out.txt"]}}}))
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t", "CTXREP_MLFLOW": "0"}
+    for cmd in (["git", "init", "-q"], [sys.executable, "-m", "dvc", "init", "-q"],
+                ["git", "add", "-A"], ["git", "commit", "-qm", "init"]):
+        subprocess.run(cmd, cwd=root, check=True, env=env, capture_output=True)
+    proc = subprocess.Popen([sys.executable, "-m", "ctxrep.dvc_cli", "repro"], cwd=root,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.time() + 120
+        while not (root / "started").exists() and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.05)
+        assert (root / "started").exists(), proc.communicate(timeout=30)[0]
+        params = yaml.safe_load((root / "params.yaml").read_text())
+        params["pretrain_bilm"]["steps"] += 1  # what `dvc exp run -S pretrain_bilm.steps=…` writes
+        (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+        (root / "go").write_text("")
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode != 0, out
+    assert "params.yaml changed while this" in out and "Traceback" not in out
+    lock = root / "dvc.lock"
+    assert not lock.exists() or "slow" not in (yaml.safe_load(lock.read_text()) or {}).get(
+        "stages", {}), lock.read_text()
+    runs = root / ".dvc" / "cache" / "runs"
+    assert not runs.exists() or not any(p.is_file() for p in runs.rglob("*")), \
+        "the run cache recorded a result computed with other params"

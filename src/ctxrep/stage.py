@@ -188,6 +188,7 @@ def _stage(name: str, section: str | None, track: bool,
     trace_reads(name)
     atexit.register(config.write_trace, name)
     try:  # before params are read: one run owns the checkout, with the params it started with
+        params_at_start = workspace.params_sha256()
         owner = workspace.claim()
     except workspace.WorkspaceTaken as e:
         log.error("%s: %s", name, e)
@@ -240,7 +241,7 @@ def _stage(name: str, section: str | None, track: bool,
         log.error("%s: bad input: %s", name, e)
         raise SystemExit(2) from e
     try:  # DVC records the params it reads after the stage: they must be the ones it ran with
-        workspace.check_params(owner)
+        workspace.check_params(owner, started=params_at_start)
     except workspace.WorkspaceTaken as e:
         log.error("%s: %s", name, e)
         raise SystemExit(workspace.TAKEN_EXIT) from e

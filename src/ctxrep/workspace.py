@@ -42,9 +42,23 @@ class WorkspaceTaken(RuntimeError):
     """Another run owns this checkout, or rewrote the params this run started with."""
 
 
+# How DVC's own command line is started: the ``dvc`` script, or a Python module that runs it
+# (``make repro`` runs DVC as ``python -m ctxrep.dvc_cli``, :mod:`ctxrep.repro`).
+DVC_SCRIPT = "dvc"
+DVC_MODULES = ("dvc", "ctxrep.dvc_cli")
+
+
+def is_dvc(argv: list[str]) -> bool:
+    """Whether a process's command line is DVC's: ``dvc …``, ``python …/dvc …``, or
+    ``python -m dvc|ctxrep.dvc_cli …``."""
+    return (any(os.path.basename(a) == DVC_SCRIPT for a in argv[:2])
+            or (len(argv) > 2 and argv[1] == "-m" and argv[2] in DVC_MODULES))
+
+
 def dvc_process():
-    """The nearest ancestor process that is DVC itself (``dvc repro``, ``dvc exp run``, or the
-    ``dvc exp exec-run`` a queue worker starts per experiment); ``None`` when there is none."""
+    """The nearest ancestor process that is DVC itself (``dvc repro``, ``dvc exp run``, the
+    ``dvc exp exec-run`` a queue worker starts per experiment, or ``make repro``'s
+    ``python -m ctxrep.dvc_cli exp run``); ``None`` when there is none."""
     import psutil
 
     try:
@@ -53,7 +67,7 @@ def dvc_process():
                 argv = proc.cmdline()
             except (psutil.AccessDenied, psutil.ZombieProcess):
                 continue
-            if any(os.path.basename(a) == "dvc" for a in argv[:2]) or argv[1:3] == ["-m", "dvc"]:
+            if is_dvc(argv):
                 return proc
     except psutil.Error:
         return None
@@ -132,11 +146,21 @@ def claim(path: Path = OWNER, params: Path = PARAMS) -> Owner | None:
     return owner
 
 
-def check_params(owner: Owner | None, params: Path = PARAMS) -> None:
-    """``params.yaml`` still has the bytes its owner's run started with."""
-    if owner is not None and params_sha256(params) != owner.params_sha256:
+def check_params(owner: Owner | None, params: Path = PARAMS, started: str | None = None) -> None:
+    """``params.yaml`` still has the bytes its owner's run started with, and (``started``, its
+    sha256 when this stage began) the bytes this stage read: DVC records the params it reads
+    after the stage, so a stage must never end on params it did not compute with, whether or
+    not a DVC process above it was recognised."""
+    now = params_sha256(params)
+    if owner is not None and now != owner.params_sha256:
         raise WorkspaceTaken(
             f"{params} changed while this pipeline run ({owner.describe()}) was running: "
             f"another run (a `dvc exp run -S …` in this checkout?) rewrote it. This run stops "
             f"rather than compute with another run's params; start it again once the other "
+            f"has ended")
+    if started is not None and now != started:
+        raise WorkspaceTaken(
+            f"{params} changed while this stage ran: another command (a `dvc exp run -S …` "
+            f"in this checkout?) rewrote it. The stage stops without recording results computed "
+            f"with the params it started with under the new ones; run again once the other "
             f"has ended")

