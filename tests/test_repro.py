@@ -277,3 +277,81 @@ def test_repro_runs_the_venvs_dvc_through_the_quiet_wrapper(monkeypatch, tmp_pat
     assert dvc_command() == [sys.executable, "-m", "ctxrep.dvc_cli"]
     monkeypatch.setenv("DVC", str(tmp_path / "fake-dvc"))
     assert dvc_command() == [str(tmp_path / "fake-dvc")]
+
+
+STAGE_THAT_SLEEPS = """
+import os, sys, time
+from pathlib import Path
+from ctxrep.stage import stage
+
+with stage("outlive_probe", None, track=False):
+    Path(sys.argv[1]).write_text(str(os.getpid()))
+    time.sleep(120)
+    Path(sys.argv[1] + ".finished").write_text("")
+"""
+
+
+def wait_for(path, seconds=60):
+    deadline = time.time() + seconds
+    while not path.exists() and time.time() < deadline:
+        time.sleep(0.05)
+    assert path.exists(), f"{path} never appeared"
+    time.sleep(0.3)  # the pid is written whole
+    return int(path.read_text())
+
+
+def gone(pid, seconds=30):
+    import psutil
+
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_a_signal_to_make_repro_stops_the_running_stage_before_it_exits(tmp_path):
+    """Issue 61 D1-D2: `kill -TERM` on `ctxrep repro` killed DVC alone and the stage went on
+    writing outputs after make had exited; `kill -INT` reached DVC alone, which ignores it while
+    a stage runs. Both now reach the stage, and `ctxrep repro` returns only once it is gone."""
+    import signal
+
+    (tmp_path / "repo").mkdir()
+    repo = scratch_repo(tmp_path / "repo")
+    (repo / "probe.py").write_text(STAGE_THAT_SLEEPS)
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        pid_file = tmp_path / f"stage-{signum}.pid"
+        # DVC runs a stage as a child and waits for it: the fake does the same, through the
+        # launcher as dvc.yaml does
+        dvc = fake_dvc(tmp_path, f"{sys.executable} -m ctxrep.launch probe.py {pid_file}")
+        proc = repro(repo, dvc)
+        stage_pid = wait_for(pid_file)
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=90)
+        assert gone(stage_pid, seconds=1), f"the stage outlived `ctxrep repro` ({signum}): {err}"
+        assert "outlive_probe: stopped by" in err and "Traceback" not in err
+        assert not (tmp_path / f"stage-{signum}.pid.finished").exists()
+
+
+def test_a_stage_dies_with_the_dvc_process_that_started_it(tmp_path):
+    """Issue 61 D: DVC killed with -9 (or by a signal it does not pass on) left its stage
+    running; a stage started by the launcher now gets SIGTERM when its parent dies."""
+    import signal
+
+    (tmp_path / "repo").mkdir()
+    repo = scratch_repo(tmp_path / "repo")
+    (repo / "probe.py").write_text(STAGE_THAT_SLEEPS)
+    pid_file = tmp_path / "stage.pid"
+    dvc = subprocess.Popen([sys.executable, "-c", (
+        "import subprocess, sys; subprocess.run([sys.executable, '-m', 'ctxrep.launch', "
+        f"'probe.py', {str(pid_file)!r}])")], cwd=repo, stderr=subprocess.PIPE, text=True,
+        env=launched_env(repo))
+    stage_pid = wait_for(pid_file)
+    dvc.send_signal(signal.SIGKILL)
+    dvc.wait()
+    assert gone(stage_pid), "the stage outlived the DVC process that started it"
+    assert not (tmp_path / "stage.pid.finished").exists()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import platform
 import shutil
+import signal
 import sys
 
 RDZV_ENDPOINT_ENV, NODE_RANK_ENV = "CTXREP_RDZV_ENDPOINT", "CTXREP_NODE_RANK"
@@ -26,6 +27,30 @@ RDZV_ENDPOINT_ENV, NODE_RANK_ENV = "CTXREP_RDZV_ENDPOINT", "CTXREP_NODE_RANK"
 # does not). A value already in the environment is kept.
 NO_TELEMETRY = {"HF_HUB_DISABLE_TELEMETRY": "1", "MLFLOW_DISABLE_TELEMETRY": "true",
                 "DO_NOT_TRACK": "1"}
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def die_with_parent(signum: int = signal.SIGTERM) -> None:
+    """Ask the kernel to send this process ``signum`` when its parent dies (Linux; elsewhere
+    nothing). A stage's parent is DVC, a rank's is the torchrun agent: a stage must never
+    outlive the run that would record it (DVC killed with -9, or by a signal it does not pass
+    on, used to leave the stage writing outputs and registering models after make had
+    exited). The setting survives ``exec``; a parent already gone when it is set is checked."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    parent = os.getppid()
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_PDEATHSIG, int(signum), 0, 0, 0) != 0:
+            return
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os.kill(os.getpid(), signum)
 
 
 def command(script: str, nproc_per_node: int, nnodes: int, env=os.environ) -> list[str]:
@@ -79,6 +104,7 @@ def main(argv: list[str] | None = None) -> None:
     cmd = command(script, p.nproc_per_node, p.nnodes) if p else [sys.executable, script]
     cmd += script_args
     sys.stdout.flush()
+    die_with_parent()  # the stage (or torchrun) dies with the DVC process that started it
     os.execv(cmd[0], cmd)  # the stage (or torchrun) takes this process's place: DVC waits on it
 
 

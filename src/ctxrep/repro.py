@@ -26,6 +26,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shlex
@@ -134,6 +135,35 @@ def sources_unchanged(params: dict, root: Path) -> bool:
     return True
 
 
+def wait_for_group(pgid: int, grace: float = 30.0) -> None:
+    """Wait until no process of the group ``pgid`` is left; after ``grace`` seconds, say which
+    are and stop them (SIGTERM, then SIGKILL)."""
+    import time
+
+    def alive() -> bool:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    deadline = time.monotonic() + grace
+    while alive() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for signum, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
+        if not alive():
+            return
+        say(f"processes of the pipeline run outlived DVC (group {pgid}); sending "
+            f"{signal.Signals(signum).name}")
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signum)
+        deadline = time.monotonic() + wait
+        while alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+
 def dvc_command() -> list[str]:
     """How to start DVC: the DVC installed beside this Python (the Makefile's ``$DVC``, or none
     named) runs through :mod:`ctxrep.dvc_cli`, which says once what DVC warns about for every
@@ -218,15 +248,23 @@ def main(profile: str, overrides: list[str]) -> int:
     print("dvc exp run " + " ".join(f"-S {shlex.quote(value)}" for value in sets), flush=True)
     env = {**os.environ, PIPELINE_ENV: uuid.uuid4().hex}  # one MLflow parent run per run
     stashes = len(git("stash", "list").splitlines())
-    # Handlers before DVC starts: an ignored SIGINT (a background `make repro &`) would be
-    # inherited by DVC and every stage, and `kill -INT` would stop nothing.
+    # DVC and its stages run in a process group of their own, which every SIGINT / SIGTERM
+    # this process gets is passed to whole: DVC alone ignores SIGINT while a stage runs, and
+    # dies on SIGTERM without stopping the stage. Handlers are set before DVC starts: an
+    # ignored SIGINT (a background `make repro &`) would be inherited by DVC and every stage.
     proc = None
-    forward = lambda signum, _frame: proc and proc.send_signal(signum)  # noqa: E731
+
+    def forward(signum, _frame):
+        if proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signum)
+
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, forward)
-    proc = subprocess.Popen(cmd, env=env)
+    proc = subprocess.Popen(cmd, env=env, start_new_session=True)
     try:
         rc = proc.wait()
+        wait_for_group(proc.pid)  # a stage DVC did not wait for ends before make does
     finally:
         reattach_head()
         lock.close()

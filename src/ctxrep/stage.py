@@ -153,11 +153,20 @@ def stop_on_signals() -> None:
     """SIGINT and SIGTERM both stop a stage as Ctrl-C does (KeyboardInterrupt: partial outputs
     are removed, the MLflow run is closed). SIGINT is set explicitly: a process started in the
     background by a shell (`make repro &`) inherits it ignored, so `kill -INT` did nothing."""
-    def terminate(signum, _frame):
-        raise KeyboardInterrupt("SIGTERM")
+    def stop(signum, _frame):
+        # One stop: the same signal often comes twice (from `make repro`, which passes it to
+        # the whole run, and from the parent-death signal when DVC dies of it), and a second
+        # one must not interrupt the clean-up of the first.
+        for each in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(each, signal.SIG_IGN)
+        raise KeyboardInterrupt("SIGTERM" if signum == signal.SIGTERM else "Ctrl-C (SIGINT)")
 
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, terminate)
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    if os.environ.get("RANK") is not None:  # a torchrun rank: it dies with its agent
+        from ctxrep.launch import die_with_parent
+
+        die_with_parent()
 
 
 # `dvc exp run -S key=bad` writes params.yaml before any stage can refuse the value.
