@@ -1,4 +1,5 @@
-"""What portable mode costs: the biLM's and BERT's training steps under ``compute.isa: avx2``
+"""What the portable modes cost: the biLM's and BERT's training steps under ``compute.isa: avx2``
+and ``compatible``
 against ``native``, on this CPU.
 
 The two modes differ in environment variables that torch reads when it loads
@@ -25,7 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ctxrep.compute import NATIVE, PORTABLE, PORTABLE_ENV, environment
+from ctxrep.compute import COMPATIBLE, ENV_VARS, NATIVE, PORTABLE, cpu_vendor, environment
 
 BENCHES = {
     "bilm (default profile, batch 16)": ("bench/bench_bilm.py", ["--repeats", "3"],
@@ -44,7 +45,7 @@ RUN = ("import os, runpy, sys, torch; torch.backends.mkldnn.enabled = {mkldnn}; 
 
 
 def measure(script: str, args: list[str], read, isa: str, threads: int) -> float:
-    env = {k: v for k, v in os.environ.items() if k not in PORTABLE_ENV}
+    env = {k: v for k, v in os.environ.items() if k not in ENV_VARS}
     env.update(environment(isa, threads))
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "result.json"
@@ -58,26 +59,32 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--threads", type=int, default=2, help="compute.threads (the default profile's)")
+    p.add_argument("--modes", nargs="+", default=[NATIVE, PORTABLE, COMPATIBLE],
+                   choices=[NATIVE, PORTABLE, COMPATIBLE], help="compute.isa values to compare")
     p.add_argument("--json", dest="json_path", type=Path)
     a = p.parse_args()
     results = {}
     for name, (script, args, read) in BENCHES.items():
-        rates = {NATIVE: [], PORTABLE: []}
+        rates = {isa: [] for isa in a.modes}
         for _ in range(a.rounds):
             for isa in rates:
                 rates[isa].append(measure(script, args, read, isa, a.threads))
         median = {isa: statistics.median(r) for isa, r in rates.items()}
         results[name] = {"tokens_per_s": median, "tokens_per_s_all": rates,
-                         "portable_over_native": median[PORTABLE] / median[NATIVE]}
-        print(f"{name}: native {median[NATIVE]:,.0f} tokens/s, portable (avx2) "
-              f"{median[PORTABLE]:,.0f} tokens/s: {median[PORTABLE] / median[NATIVE]:.2f} x", flush=True)
+                         **{f"{isa}_over_native": median[isa] / median[NATIVE]
+                            for isa in rates if isa != NATIVE and NATIVE in rates}}
+        print(f"{name}: " + ", ".join(
+            f"{isa} {median[isa]:,.0f} tokens/s" + (f" ({median[isa] / median[NATIVE]:.2f} x native)"
+                                                    if isa != NATIVE and NATIVE in median else "")
+            for isa in rates), flush=True)
     if a.json_path:
         import torch
 
         a.json_path.write_text(json.dumps({
             "threads": a.threads, "rounds": a.rounds, "torch": torch.__version__,
             "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "machine": platform.processor() or platform.machine(), "results": results}, indent=2) + "\n")
+            "machine": platform.processor() or platform.machine(), "cpu": cpu_vendor(),
+            "results": results}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,10 @@
 # 2. the tiny profile on the GPU, in a temporary clone of this checkout, with bf16 autocast and
 #    torch.compile in both pretraining stages and BERT fine-tuning (the branches the CPU tests
 #    run in tests/test_device_paths.py), ending with `ctxrep verify`;
-# 3. both benchmarks with --device cuda --bf16 (JSON under $OUT, default bench/results/gpu/).
+# 3. does the GPU run reproduce a CPU run? the tiny profile on the CPU in a second clone, then
+#    `ctxrep compare --against` it from the GPU clone: every claim's verdict the same (GPU
+#    kernels are not bitwise portable, so this is the check, not the bytes);
+# 4. both benchmarks with --device cuda --bf16 (JSON under $OUT, default bench/results/gpu/).
 # About 10 minutes on one H100 (an estimate: it has not run on a GPU yet, see docs/known-gaps.md).
 # Exit status: 0 all passed, 1 something failed (the table says what), 3 no CUDA device here.
 set -uo pipefail
@@ -55,6 +58,18 @@ if (cd "$CLONE" && touch .venv/.installed && make repro PROFILE=tiny SET="$SET")
   record "tiny profile on CUDA, bf16 + compile ($((SECONDS - start)) s)" "PASS"
 else
   record "tiny profile on CUDA, bf16 + compile ($((SECONDS - start)) s)" "FAIL (log: $OUT/tiny-gpu.log)"
+fi
+
+CPU_CLONE=$(mktemp -d)/ctxrep
+git clone -q "$ROOT" "$CPU_CLONE" && ln -s "$ROOT/.venv" "$CPU_CLONE/.venv"
+start=$SECONDS
+if (cd "$CPU_CLONE" && touch .venv/.installed && CUDA_VISIBLE_DEVICES="" make repro PROFILE=tiny) \
+    > "$OUT/tiny-cpu.log" 2>&1 \
+  && (cd "$CLONE" && .venv/bin/ctxrep compare --against "$CPU_CLONE" --out "$OUT/compare.md") \
+    > "$OUT/compare.log" 2>&1; then
+  record "tiny on CUDA reproduces tiny on CPU ($((SECONDS - start)) s)" "PASS ($OUT/compare.md)"
+else
+  record "tiny on CUDA reproduces tiny on CPU ($((SECONDS - start)) s)" "FAIL (logs: $OUT/tiny-cpu.log, $OUT/compare.log)"
 fi
 
 for bench in bert bilm; do

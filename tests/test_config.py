@@ -20,11 +20,31 @@ def compose(tmp_path, profile, *overrides):
     return composition.compose(profile, list(overrides), root=REPO, out=tmp_path / "params.yaml")
 
 
+def test_auto_is_written_resolved_for_this_cpu(tmp_path):
+    """`compute.isa: auto` never reaches params.yaml through ctxrep: it is avx2 on an Intel
+    CPU and native on any other, and `make repro` passes the same value to DVC."""
+    from ctxrep import compute
+
+    composed = compose(tmp_path, "default")
+    assert composed["compute"]["isa"] == compute.resolve("auto") != "auto"
+    intel = compute.cpu_vendor().startswith("GenuineIntel")
+    assert compute.resolve("auto") == ("avx2" if intel and compute.is_x86() else "native")
+    assert composition.effective_overrides("default", ["grid.tasks=[ud_pos]"], root=REPO) == [
+        "grid.tasks=[ud_pos]", f"compute.isa={compute.resolve('auto')}"]
+    assert composition.effective_overrides("default", ["compute.isa=compatible"], root=REPO) == [
+        "compute.isa=compatible"]
+
+
 def test_committed_params_yaml_is_the_default_profile_composed(tmp_path):
     """params.yaml is generated (`dvc exp run -S profile=default`); a hand edit would run values
     that conf/ does not hold."""
-    composed = compose(tmp_path, "default")
-    assert yaml.safe_load((REPO / "params.yaml").read_text()) == composed, (
+    committed = yaml.safe_load((REPO / "params.yaml").read_text())
+    # compute.isa: auto is written resolved for the machine that composed it (avx2 on an Intel
+    # CPU, native elsewhere): the committed file holds the committing machine's
+    isa = committed["compute"]["isa"]
+    assert isa in ("avx2", "native") and "isa: auto" in (REPO / "conf/config.yaml").read_text()
+    composed = compose(tmp_path, "default", f"compute.isa={isa}")
+    assert committed == composed, (
         "params.yaml is not conf/ composed for the default profile: switch back with "
         "`make repro` (or `dvc exp run -S profile=default`), edit conf/ rather than params.yaml")
 

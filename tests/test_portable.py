@@ -1,4 +1,5 @@
-"""The same bytes on another machine (``compute.isa: avx2``, src/ctxrep/compute.py).
+"""The same bytes on another machine (``compute.isa: avx2`` on Intel CPUs, ``compatible`` on
+every x86-64 CPU; src/ctxrep/compute.py), and a stage that refuses a mode its CPU's MKL ignores.
 
 The other machine is this one made to look like a 1-core AVX2 CPU: MKL restricted to AVX2
 (``MKL_ENABLE_INSTRUCTIONS``), ATen and oneDNN dispatching AVX2 at most, one core
@@ -15,12 +16,18 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
 
+from ctxrep import compute
 from ctxrep.compute import environment, is_portable, mismatches
 from tests.conftest import LAUNCH, copy_run, tree_hash
+
+INTEL = compute.cpu_vendor().startswith(compute.INTEL)
+# The portable modes this CPU's MKL honours: compatible everywhere, avx2 on Intel's alone.
+HONOURED = ["compatible", *(["avx2"] if INTEL else [])]
 
 # The stages run in copies of the session's tiny run, without MLflow runs.
 SLOW, NO_MLFLOW = pytest.mark.slow, pytest.mark.usefixtures("without_mlflow")
@@ -64,8 +71,9 @@ def repo(tiny_run, tmp_path):
 
 @SLOW
 @NO_MLFLOW
-def test_portable_mode_writes_the_same_weights_on_another_cpu_and_core_count(repo):
-    assert train(repo, "avx2", None) == train(repo, "avx2", AVX2_MACHINE)
+@pytest.mark.parametrize("isa", HONOURED)
+def test_portable_mode_writes_the_same_weights_on_another_cpu_and_core_count(repo, isa):
+    assert train(repo, isa, None) == train(repo, isa, AVX2_MACHINE)
 
 
 @SLOW
@@ -81,6 +89,9 @@ def test_native_mode_does_not_on_a_cpu_with_avx512(repo):
 @SLOW
 @NO_MLFLOW
 def test_a_stage_started_under_other_settings_refuses_and_says_how_to_start_it(repo):
+    params = yaml.safe_load((repo / "params.yaml").read_text())
+    params["compute"]["isa"] = "compatible"
+    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     env = {**os.environ, "ATEN_CPU_CAPABILITY": "default"}  # a stage run by hand, not launched
     proc = subprocess.run([sys.executable, "stages/pretrain_bilm.py"], cwd=repo, env=env,
                           capture_output=True, text=True, timeout=300)
@@ -94,7 +105,7 @@ def test_a_stage_started_under_other_settings_refuses_and_says_how_to_start_it(r
 def test_a_compiled_cpu_run_in_portable_mode_is_refused_naming_native(repo):
     from tests.conftest import run_stage, set_profile
 
-    set_profile(repo, "tiny", ["pretrain_bilm.compile=true"])
+    set_profile(repo, "tiny", ["pretrain_bilm.compile=true", "compute.isa=compatible"])
     proc = run_stage(repo, "pretrain_bilm.py", check=False)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "compute.isa" in proc.stderr and "SET='compute.isa=native'" in proc.stderr
@@ -102,13 +113,63 @@ def test_a_compiled_cpu_run_in_portable_mode_is_refused_naming_native(repo):
 
 def test_the_environment_of_each_mode():
     threads = {"OMP_NUM_THREADS": "3", "MKL_NUM_THREADS": "3", "OPENBLAS_NUM_THREADS": "3"}
-    assert environment("avx2", 3) == {**threads, "ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2",
-                                      "ONEDNN_MAX_CPU_ISA": "AVX2", "OPENBLAS_CORETYPE": "Haswell"}
+    pinned = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2",
+              "OPENBLAS_CORETYPE": "Haswell"}
+    assert environment("avx2", 3) == {**threads, **pinned, "MKL_CBWR": "AVX2"}
+    assert environment("compatible", 3) == {**threads, **pinned, "MKL_CBWR": "COMPATIBLE"}
     assert environment("native", 3) == threads
+    assert environment("auto", 3) == environment("avx2" if INTEL else "native", 3)
     # what check_compile reads: the mode this process was launched in
-    assert is_portable(environment("avx2", 3)) and not is_portable(environment("native", 3))
+    assert is_portable(environment("avx2", 3)) and is_portable(environment("compatible", 3))
+    assert not is_portable(environment("native", 3))
     assert mismatches("native", 1, {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "2",
                                     "OPENBLAS_NUM_THREADS": "1"}) == ["MKL_NUM_THREADS=2 (wanted 1)"]
+
+
+MKL_PROBE = """
+import torch
+from ctxrep import compute
+from ctxrep.stage import stage
+
+with stage("mkl_probe", None, track=False):
+    torch.mm(torch.ones(3, 3), torch.ones(3, 3))
+    print("branch", compute.mkl_branch(), flush=True)
+"""
+
+
+@pytest.mark.parametrize("isa", ["avx2", "compatible", "native"])
+def test_a_stage_runs_only_under_the_mkl_branch_its_mode_asks_for(tmp_path, isa):
+    """MKL ignores MKL_CBWR=AVX2 on a CPU that is not Intel's (CNR:AUTO, seen on an AMD EPYC
+    at c706614, where stages ran on and dvc.lock recorded avx2 over other bytes). A stage reads
+    the branch MKL reports and runs only under the one its mode asks for; else it stops,
+    naming the modes that can run here."""
+    params = yaml.safe_load((Path(__file__).parents[1] / "params.yaml").read_text())
+    params["compute"] = {"isa": isa, "threads": 1}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    (tmp_path / "probe.py").write_text(MKL_PROBE)
+    proc = subprocess.run([*LAUNCH, "probe.py"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120, env={k: v for k, v in os.environ.items()
+                                            if k not in compute.ENV_VARS})
+    wanted = {"avx2": "AVX2", "compatible": "COMPATIBLE", "native": "OFF"}[isa]
+    if isa == "avx2" and not INTEL:
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        assert "MKL runs CNR:AUTO" in proc.stderr and "compute.isa=compatible" in proc.stderr
+        return
+    assert proc.returncode == 0, proc.stderr
+    assert f"branch {wanted}" in proc.stdout
+
+
+def test_the_mkl_probe_reads_what_mkl_reports():
+    """The probe is MKL's own verbose line, not the environment: a process asked for nothing
+    reports OFF, one asked for COMPATIBLE reports it, on every vendor."""
+    code = "from ctxrep import compute; import torch; print(compute.mkl_branch())"
+    env = {k: v for k, v in os.environ.items() if k != "MKL_CBWR"}
+    for cbwr, seen in ((None, "OFF"), ("COMPATIBLE", "COMPATIBLE"),
+                       ("AVX2", "AVX2" if INTEL else "AUTO")):
+        run_env = env if cbwr is None else {**env, "MKL_CBWR": cbwr}
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env=run_env, timeout=120)
+        assert out.stdout.strip() == seen, (cbwr, out.stdout, out.stderr)
 
 
 def test_the_launcher_sets_the_modes_environment_and_passes_the_arguments(tmp_path):

@@ -22,6 +22,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check-params": ("ctxrep.config.composition", "check a profile and overrides compose to "
                      "valid params, without running anything"),
     "verify": ("ctxrep.verify", "rehash every output and compare it with dvc.lock"),
+    "compare": ("ctxrep.compare", "does this workspace's run reproduce a committed one? every "
+                "claim's verdict, every cell within its seeds' spread, every output's bytes"),
     "sweep": ("ctxrep.sweep", "a claim's Δ against pretraining tokens, over queued experiments"),
     "recipes": ("ctxrep.recipes", "held-out perplexity against wall-clock time, per "
                 "pretraining recipe (queued experiments)"),

@@ -33,12 +33,18 @@ import os
 import platform
 import sys
 
-PORTABLE, NATIVE = "avx2", "native"
-ISAS = (PORTABLE, NATIVE)
+PORTABLE, COMPATIBLE, NATIVE, AUTO = "avx2", "compatible", "native", "auto"
+ISAS = (AUTO, PORTABLE, COMPATIBLE, NATIVE)
+INTEL = "GenuineIntel"
 X86 = ("x86_64", "amd64", "x64")
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
-PORTABLE_ENV = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2",
-                "OPENBLAS_CORETYPE": "Haswell"}
+# What each portable mode pins; the MKL branch is the one difference between them.
+PINNED_ENV = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2",
+              "OPENBLAS_CORETYPE": "Haswell"}
+MKL_BRANCH = {PORTABLE: "AVX2", COMPATIBLE: "COMPATIBLE"}
+ISA_ENV = {isa: {**PINNED_ENV, "MKL_CBWR": branch} for isa, branch in MKL_BRANCH.items()}
+PORTABLE_ENV = ISA_ENV[PORTABLE]
+ENV_VARS = tuple(ISA_ENV[PORTABLE])  # every variable a portable mode sets
 
 
 class NotLaunched(RuntimeError):
@@ -46,11 +52,25 @@ class NotLaunched(RuntimeError):
     than its params say."""
 
 
+class NotHonoured(NotLaunched):
+    """A library ignored the setting a portable mode asked of it (MKL's CNR branch on a CPU of
+    another vendor): the bytes would not be the portable ones."""
+
+
+def resolve(isa: str) -> str:
+    """The mode ``isa`` stands for on this machine: ``auto`` is ``avx2`` on an Intel x86-64
+    CPU (whose MKL honours its AVX2 branch: the same bytes on every Intel CPU) and ``native``
+    on any other (MKL would run its own branch anyway, so this CPU's fastest kernels cost
+    nothing in identity); any other value is itself."""
+    if isa != AUTO:
+        return isa
+    return PORTABLE if is_x86() and cpu_vendor().startswith(INTEL) else NATIVE
+
+
 def environment(isa: str, threads: int) -> dict[str, str]:
     """The environment variables a stage with these ``compute`` params starts under."""
     env = {var: str(threads) for var in THREAD_VARS}
-    if isa == PORTABLE:
-        env.update(PORTABLE_ENV)
+    env.update(ISA_ENV.get(resolve(isa), {}))
     return env
 
 
@@ -68,7 +88,8 @@ def enter(params) -> None:
     """Check that this process runs with ``params`` (a ``compute`` section), then set what only
     Python can: torch's thread count, and ATen's convolutions in portable mode. Raises
     :class:`NotLaunched` naming the variables that differ and how to start the stage."""
-    wrong = mismatches(params.isa, params.threads)
+    isa = resolve(params.isa)
+    wrong = mismatches(isa, params.threads)
     if wrong:
         raise NotLaunched(
             f"compute.isa={params.isa}, compute.threads={params.threads}, but this process has "
@@ -77,23 +98,93 @@ def enter(params) -> None:
     torch = sys.modules.get("torch")  # a stage that does no tensor work never imports it
     if torch is not None:
         torch.set_num_threads(params.threads)
-        if params.isa == PORTABLE:
+        if isa in MKL_BRANCH:
             torch.backends.mkldnn.enabled = False
+    check_honoured(isa)
+
+
+def cpu_vendor() -> str:
+    """The CPU's vendor and model, as /proc/cpuinfo names them ("" where it cannot be read)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            head = [next(f, "") for _ in range(30)]
+    except OSError:
+        return ""
+    fields = {key.strip(): value.strip() for key, _, value in
+              (line.partition(":") for line in head if ":" in line)}
+    return " ".join(fields.get(k, "") for k in ("vendor_id", "model name")).strip()
+
+
+_BRANCH_SEEN: list[str | None] = []
+
+
+def mkl_branch() -> str | None:
+    """The CNR branch MKL's SGEMM runs under in this process ("AVX2", "COMPATIBLE", "AUTO",
+    "OFF"), as MKL's own verbose line reports it for one small matmul; None where torch has no
+    MKL. Trust what MKL reports, not what was asked: MKL reads ``MKL_CBWR`` and, on a CPU that
+    is not Intel's, silently runs ``CNR:AUTO`` for any instruction-set branch (2026-12-06, an
+    AMD EPYC), honouring only ``COMPATIBLE``. Probed once per process (a millisecond)."""
+    if _BRANCH_SEEN:
+        return _BRANCH_SEEN[0]
+    import ctypes
+    import re
+    import tempfile
+
+    import torch
+
+    if not torch.backends.mkl.is_available():
+        _BRANCH_SEEN.append(None)
+        return None
+    libc = ctypes.CDLL(None)
+    a = torch.ones(4, 4)
+    sys.stdout.flush()
+    with tempfile.TemporaryFile() as captured:
+        saved = os.dup(1)
+        libc.fflush(None)
+        os.dup2(captured.fileno(), 1)  # MKL writes its verbose lines to the C stdout
+        try:
+            with torch.backends.mkl.verbose(torch.backends.mkl.VERBOSE_ON):
+                torch.mm(a, a)
+            libc.fflush(None)
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+        captured.seek(0)
+        text = captured.read().decode(errors="replace")
+    found = re.search(r"SGEMM.*?CNR:([A-Z0-9_]+)", text)
+    _BRANCH_SEEN.append(found.group(1) if found else None)
+    return _BRANCH_SEEN[0]
+
+
+def check_honoured(isa: str) -> None:
+    """In a portable mode, MKL runs the branch that mode asks for; else :class:`NotHonoured`
+    naming the CPU and the two modes that can run here. Only once torch is loaded (a stage
+    that does no tensor work never runs MKL)."""
+    isa = resolve(isa)
+    wanted = MKL_BRANCH.get(isa)
+    if wanted is None or "torch" not in sys.modules:
+        return
+    found = mkl_branch()
+    if found is None or found == wanted:
+        return
+    raise NotHonoured(
+        f"compute.isa={isa} asks MKL for its {wanted} branch (MKL_CBWR={wanted}), but MKL runs "
+        f"CNR:{found} on this CPU ({cpu_vendor() or platform.machine()}): MKL honours its "
+        f"instruction-set branches on Intel CPUs only, so the bytes would not be the ones "
+        f"compute.isa={isa} stands for. Set compute.isa=compatible (the same bytes on every "
+        f"x86-64 CPU, Intel and AMD; slower) or compute.isa=native (this CPU's fastest "
+        f"kernels; `ctxrep compare` then checks the results against the committed run "
+        f"within noise): make repro SET='compute.isa=compatible'")
 
 
 def is_portable(env=os.environ) -> bool:
-    """Whether this process runs in portable mode: the launcher set :data:`PORTABLE_ENV`."""
-    return all(env.get(k) == v for k, v in PORTABLE_ENV.items())
+    """Whether this process runs in a portable mode: the launcher set one of :data:`ISA_ENV`."""
+    return any(all(env.get(k) == v for k, v in pinned.items()) for pinned in ISA_ENV.values())
 
 
-def check_compile(device) -> None:
-    """``torch.compile`` on a CPU generates C++ for this CPU's own vector unit, which no
-    environment variable pins: a compiled CPU run is not portable, so a stage in portable mode
-    refuses it (in torch 2.13 the generated AVX2 code also fails an index check that the
-    AVX-512 code passes). On CUDA the CPU's settings do not matter."""
-    if device.type == "cpu" and is_portable():
-        from ctxrep.config import ParamError
-
-        raise ParamError("compute.isa", PORTABLE, "native for a CPU run with compile: true "
-                         "(inductor generates code for this CPU, so the bytes are not portable "
-                         "anyway): add SET='compute.isa=native'")
+def refuses_compile(device) -> bool:
+    """Whether a ``torch.compile`` run on ``device`` must be refused: on a CPU, inductor
+    generates C++ for this CPU's own vector unit, which no environment variable pins, so a
+    compiled CPU run is never portable (in torch 2.13 the generated AVX2 code also fails an
+    index check that the AVX-512 code passes). On CUDA the CPU's settings do not matter."""
+    return device.type == "cpu" and is_portable()

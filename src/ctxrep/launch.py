@@ -96,10 +96,12 @@ def main(argv: list[str] | None = None) -> None:
         # exit status 2 and how to mend params.yaml: one place says it.
         c = p = None
     if c is not None:
-        if c.isa == compute.PORTABLE and not compute.is_x86():
+        if compute.resolve(c.isa) in compute.MKL_BRANCH and not compute.is_x86():
             print(f"ctxrep.launch: compute.isa={c.isa} pins x86-64 kernels; this CPU is "
                   f"{platform.machine()}, so its results will not match an x86-64 run's "
-                  f"bytes (set compute.isa=native to say so in params.yaml)", file=sys.stderr)
+                  f"bytes: set compute.isa=native (or auto) to say so in params.yaml, and check "
+                  f"the results with `ctxrep compare` (the committed run's verdicts, within "
+                  f"noise)", file=sys.stderr)
         os.environ.update(compute.environment(c.isa, c.threads))
     cmd = command(script, p.nproc_per_node, p.nnodes) if p else [sys.executable, script]
     cmd += script_args

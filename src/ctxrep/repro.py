@@ -22,6 +22,9 @@
    The run cache still holds them: switching back restores those cells without running them.
 6. Then every output is rehashed against ``dvc.lock`` (``ctxrep verify``): DVC trusts what it
    restores from its cache, so a corrupt object would otherwise reach the workspace silently.
+7. Last, when the run's params are HEAD's, ``ctxrep compare HEAD`` (:mod:`ctxrep.compare`)
+   prints whether it reproduced the committed run: the same bytes, or every claim's verdict
+   within noise. A verdict that flipped ends ``make repro`` with exit status 4.
 """
 
 from __future__ import annotations
@@ -38,11 +41,12 @@ import uuid
 from pathlib import Path
 
 from ctxrep import workspace
-from ctxrep.config.composition import check
+from ctxrep.config.composition import check, effective_overrides
 from ctxrep.tracking import PIPELINE_ENV
 from ctxrep.verify import run_verify
 
 LOCK = Path(".dvc/tmp/ctxrep-repro.lock")
+NOT_REPRODUCED_EXIT = 4  # the run ran and was recorded; a claim's verdict differs from HEAD's
 BRANCH = Path(".dvc/tmp/ctxrep-branch")
 
 
@@ -135,6 +139,19 @@ def sources_unchanged(params: dict, root: Path) -> bool:
     return True
 
 
+def say_resolved(resolved: list[str]) -> None:
+    """Say what ``compute.isa: auto`` became on this machine, when it is not the portable mode,
+    and what that means for the bytes."""
+    from ctxrep import compute
+
+    if f"compute.isa={compute.NATIVE}" in resolved:
+        say(f"compute.isa: auto is native on this CPU ({compute.cpu_vendor() or 'not x86-64'}): "
+            f"MKL honours its AVX2 branch on Intel CPUs only, so the bytes are this CPU's and "
+            f"`ctxrep compare` checks the results against the committed run within noise; "
+            f"SET='compute.isa=compatible' gives the same bytes on every x86-64 CPU, at about "
+            f"half the speed (docs/setup.md)")
+
+
 def wait_for_group(pgid: int, grace: float = 30.0) -> None:
     """Wait until no process of the group ``pgid`` is left; after ``grace`` seconds, say which
     are and stop them (SIGTERM, then SIGKILL)."""
@@ -218,6 +235,9 @@ def main(profile: str, overrides: list[str]) -> int:
         return 2
     if check(profile, overrides) != 0:
         return 2
+    resolved = effective_overrides(profile, overrides)[len(overrides):]
+    say_resolved(resolved)
+    overrides = [*overrides, *resolved]
     index_lock = Path(git("rev-parse", "--git-path", "index.lock") or ".git/index.lock")
     if index_lock.exists():
         # `dvc exp run` stashes params.yaml and dvc.lock on its way in; with git's index locked
@@ -284,6 +304,32 @@ def main(profile: str, overrides: list[str]) -> int:
         # that is read-only is never rehashed by DVC. Rehash every output once, here.
         if run_verify(".", say=lambda line: print(line, file=sys.stderr, flush=True)) != 0:
             return 1
+        if compare_with_head() != 0:
+            return NOT_REPRODUCED_EXIT
         say("done. Report: reports/report.md; numbers: dvc metrics show / dvc exp show")
     return rc
+
+
+def compare_with_head(root: Path = Path(".")) -> int:
+    """After a run of the params HEAD records: ``ctxrep compare HEAD``'s table, and its exit
+    status (non-zero when a claim's verdict flipped). A run of other params (another profile,
+    overrides) is another experiment: it is not compared, and says so."""
+    from ctxrep import compare
+    from ctxrep.errors import InputError
+
+    committed = compare.git_show("HEAD", compare.PARAMS, root)
+    if committed is None or compare.git_show("HEAD", compare.SUMMARY, root) is None:
+        say("ctxrep compare: HEAD records no run's results; nothing to compare with")
+        return 0
+    if not compare.same_experiment(committed, (root / compare.PARAMS).read_text()):
+        say("ctxrep compare: skipped, this run's params.yaml is not HEAD's (another profile or "
+            "overrides); `ctxrep compare` prints the table anyway")
+        return 0
+    try:
+        comparison = compare.compare("HEAD", root)
+    except InputError as e:
+        say(f"ctxrep compare: {e}")
+        return 0
+    print("\n".join(comparison.lines()), flush=True)
+    return comparison.exit_status
 

@@ -249,6 +249,11 @@ def _stage(name: str, section: str | None, track: bool,
     except InputError as e:
         log.error("%s: bad input: %s", name, e)
         raise SystemExit(2) from e
+    try:  # MKL ran the branch the params ask for (torch may have loaded during the stage)
+        compute.check_honoured(config.load_section("compute", params=params).isa)
+    except compute.NotHonoured as e:
+        log.error("%s: %s", name, e)
+        raise SystemExit(2) from e
     try:  # DVC records the params it reads after the stage: they must be the ones it ran with
         workspace.check_params(owner, started=params_at_start)
     except workspace.WorkspaceTaken as e:

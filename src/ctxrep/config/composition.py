@@ -52,15 +52,48 @@ def profiles(root: Path | str = ".") -> list[str]:
 def compose(profile: str, overrides: list[str] = (), root: Path | str = ".",
             out: Path | str | None = None) -> dict:
     """Write params.yaml (or ``out``) from conf/ exactly as ``dvc exp run -S profile=<p>
-    -S <override>...`` does (DVC's own Hydra composition), and return it."""
-    from dvc.utils.hydra import compose_and_dump
-
+    -S <override>...`` does (DVC's own Hydra composition), and return it. A value resolved per
+    machine (``compute.isa: auto``) is written resolved, as ``make repro`` passes it to DVC
+    (:func:`resolved_overrides`)."""
     root = Path(root).resolve()
     check_profile(profile, root)
     out = Path(out) if out is not None else root / PARAMS_FILE
+    compose_and_dump_only(profile, list(overrides), root, out)
+    composed = yaml.safe_load(out.read_text())
+    resolved = resolved_overrides(composed)
+    if resolved:  # params.yaml holds the effective value, as `make repro` passes it to DVC
+        compose_and_dump_only(profile, [*overrides, *resolved], root, out)
+        composed = yaml.safe_load(out.read_text())
+    return composed
+
+
+def resolved_overrides(composed: dict) -> list[str]:
+    """The overrides that turn a request resolved per machine into its effective value:
+    ``compute.isa=auto`` into ``avx2`` or ``native`` (:func:`ctxrep.compute.resolve`)."""
+    from ctxrep import compute
+
+    isa = (composed.get("compute") or {}).get("isa") if isinstance(composed, dict) else None
+    return [f"compute.isa={compute.resolve(isa)}"] if isa == compute.AUTO else []
+
+
+def effective_overrides(profile: str, overrides: list[str], root: Path | str = ".") -> list[str]:
+    """``overrides`` and the ones :func:`resolved_overrides` adds to the params they compose
+    to: what ``make repro`` passes to ``dvc exp run -S`` so that DVC writes and records the
+    effective values."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / PARAMS_FILE
+        compose_and_dump_only(profile, overrides, Path(root).resolve(), out)
+        return [*overrides, *resolved_overrides(yaml.safe_load(out.read_text()))]
+
+
+def compose_and_dump_only(profile: str, overrides: list[str], root: Path, out: Path) -> None:
+    """DVC's Hydra composition alone (no value resolved)."""
+    from dvc.utils.hydra import compose_and_dump
+
     compose_and_dump(out, str(root / CONF_DIR), None, "config", str(root),
                      [f"profile={profile}", *overrides])
-    return yaml.safe_load(out.read_text())
 
 
 def check(profile: str, overrides: list[str] = (), write: bool = False) -> int:

@@ -379,7 +379,10 @@ class ComputeParams:
     ``dvc.lock`` matches the committed one; ``native``: this CPU's own kernels, faster where it
     has AVX-512, other last bits. The thread count changes the bytes too, so it is a param."""
 
-    isa: str = param(choices=("avx2", "native"), doc="avx2 (portable bytes) or native (speed)")
+    isa: str = param(choices=("auto", "avx2", "compatible", "native"),
+                     doc="auto (avx2 on Intel CPUs, native on others), avx2 (the same bytes on "
+                         "every Intel CPU), compatible (on every x86-64 CPU, Intel and AMD; "
+                         "slower) or native (this CPU's fastest kernels)")
     threads: int = param(ge=1, le=1024, doc="compute threads per process (OMP, MKL, torch)")
 
 

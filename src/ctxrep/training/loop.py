@@ -22,6 +22,7 @@ import dataclasses
 import json
 import logging
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -285,7 +286,13 @@ def _training_model(model: nn.Module, objective: Objective, cfg: LoopConfig, d: 
             model, device_ids=[d.local_rank] if device.type == "cuda" else None,
             find_unused_parameters=getattr(objective, "has_unused_parameters", False))
     if cfg.compile:
-        compute.check_compile(device)
+        if compute.refuses_compile(device):
+            from ctxrep.config import ParamError
+
+            raise ParamError("compute.isa", os.environ.get("MKL_CBWR", "portable").lower(),
+                             "native for a CPU run with compile: true (inductor generates code "
+                             "for this CPU, so the bytes are not portable anyway): add "
+                             "SET='compute.isa=native'")
         train_model = torch.compile(train_model)
     return train_model
 
