@@ -19,7 +19,7 @@ from pathlib import Path
 # name: (the module with its add_arguments and run, or this module's add_<name>/run_<name>; help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "repro": ("ctxrep.repro", "compose a profile and run the pipeline on it (make repro)"),
-    "check-params": ("ctxrep.config.composition", "check a profile and overrides compose to "
+    "check-params": ("ctxrep.preflight", "check a profile and overrides compose to "
                      "valid params, without running anything"),
     "verify": ("ctxrep.verify", "rehash every output and compare it with dvc.lock"),
     "compare": ("ctxrep.compare", "does this workspace's run reproduce a committed one? every "

@@ -41,7 +41,8 @@ import uuid
 from pathlib import Path
 
 from ctxrep import workspace
-from ctxrep.config.composition import check, effective_overrides
+from ctxrep.config.composition import effective_overrides
+from ctxrep.preflight import check
 from ctxrep.tracking import PIPELINE_ENV
 from ctxrep.verify import run_verify
 

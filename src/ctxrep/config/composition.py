@@ -3,7 +3,6 @@ profile=<p> -S key=value`` does, and checked before DVC touches anything."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +10,7 @@ import yaml
 
 from ctxrep.config.fields import ParamError, from_dict
 from ctxrep.config.methods import FEATURE_METHODS
-from ctxrep.config.params import (CONF_DIR, PARAMS_FILE, _section, check_profile_name,
-                                  read_params)
+from ctxrep.config.params import (CONF_DIR, PARAMS_FILE, _section, check_profile_name)
 from ctxrep.config.sections import (SECTIONS, FeatureTransferParams, FinetuneTransferParams,
                                     TransferCommon)
 
@@ -94,44 +92,3 @@ def compose_and_dump_only(profile: str, overrides: list[str], root: Path, out: P
 
     compose_and_dump(out, str(root / CONF_DIR), None, "config", str(root),
                      [f"profile={profile}", *overrides])
-
-
-def check(profile: str, overrides: list[str] = (), write: bool = False) -> int:
-    """``ctxrep check-params PROFILE [OVERRIDE...]``: the profile name is safe and exists, and
-    the params it composes to with the overrides (``key=value``, as ``dvc exp run -S`` takes
-    them) are valid; 0, or 2 with the reason on stderr. ``make repro`` runs this before DVC
-    touches anything, so a rejected value never reaches ``params.yaml``."""
-    import tempfile
-
-    try:
-        check_profile(profile, ".")
-        with tempfile.TemporaryDirectory() as tmp:
-            composed = compose(profile, list(overrides), root=".", out=Path(tmp) / PARAMS_FILE)
-            read_params(tmp)
-    except ParamError as err:
-        print(f"ctxrep: bad params: {err}", file=sys.stderr)
-        return 2
-    except Exception as err:  # noqa: BLE001 — Hydra's errors (a broken conf/ file) name the file
-        print(f"ctxrep: cannot compose profile {profile!r} from {CONF_DIR}/: {err}",
-              file=sys.stderr)
-        return 2
-    if write:  # valid: now params.yaml, as `dvc exp run -S` would write it
-        compose(profile, list(overrides), root=".")
-        print(f"ctxrep: wrote {PARAMS_FILE} for profile {composed['profile']!r}; `dvc status` "
-              f"now lists the stages a run would execute", file=sys.stderr)
-        return 0
-    print(f"ctxrep: profile {composed['profile']!r}: params valid", file=sys.stderr)
-    return 0
-
-
-def add_arguments(parser) -> None:
-    parser.add_argument("profile", help="a profile of conf/profile/")
-    parser.add_argument("overrides", nargs="*", metavar="OVERRIDE",
-                        help="key=value, as `dvc exp run -S` takes it")
-    parser.add_argument("--write", action="store_true",
-                        help=f"then write {PARAMS_FILE} (only if valid), so that `dvc status` "
-                             f"says what a run of this profile would execute")
-
-
-def run(args) -> int:
-    return check(args.profile, args.overrides, write=args.write)
