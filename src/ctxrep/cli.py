@@ -78,13 +78,80 @@ def main(argv: list[str] | None = None) -> int:
     from ctxrep.errors import InputError
 
     try:
+        check_arguments(name, parser, args)
         status = run(args)
     except InputError as e:
         print(f"ctxrep {name}: {e}", file=sys.stderr)
         raise SystemExit(2) from e
+    except OSError as e:  # a path the checks could not foresee (permissions, a race): one line
+        if e.errno is None:
+            raise
+        where = f": {e.filename}" if e.filename else ""
+        print(f"ctxrep {name}: {e.strerror}{where}", file=sys.stderr)
+        raise SystemExit(2) from e
     if status:
         raise SystemExit(status)
     return 0
+
+
+# --------------------------------------------------------------------------------------------
+# Every subcommand's arguments, checked by one mechanism before the command runs: what each
+# argument (by subcommand and dest) must be. Arguments not listed are argparse's alone (choices,
+# types), or checked by the command where only it knows (a task name, a checkpoint's files).
+FILE_OUT, DIR_OUT, COUNT, FINITE, NONEMPTY, MODEL_DIR = (
+    "a file to write", "a folder to write into", "a whole number ≥ 1", "a finite number",
+    "a non-empty text", "a saved model's folder (with its config.json)")
+ARGUMENTS: dict[tuple[str, str], str] = {
+    ("compare", "out"): FILE_OUT, ("timings", "out"): FILE_OUT, ("neighbors", "out"): FILE_OUT,
+    ("perplexity", "json"): FILE_OUT, ("recipes", "show_json"): FILE_OUT,
+    ("sweep", "show_json"): FILE_OUT,
+    ("recipes", "out"): DIR_OUT, ("sweep", "out"): DIR_OUT, ("fixture", "out"): DIR_OUT,
+    ("unpack", "root"): DIR_OUT,
+    ("neighbors", "k"): COUNT, ("neighbors", "queries"): COUNT, ("fixture", "records"): COUNT,
+    ("perplexity", "max_tokens"): COUNT,
+    ("recipes", "target"): FINITE,
+    ("neighbors", "word"): NONEMPTY,
+    ("neighbors", "model"): MODEL_DIR, ("perplexity", "model"): MODEL_DIR,
+}
+
+
+def check_arguments(command: str, parser: argparse.ArgumentParser,
+                    args: argparse.Namespace) -> None:
+    """Each argument of ``command`` listed in :data:`ARGUMENTS` is what it must be, or an
+    :class:`~ctxrep.errors.InputError` naming it (one line, exit status 2)."""
+    import math
+
+    from ctxrep.errors import InputError
+
+    flags = {a.dest: (a.option_strings or [a.dest])[0] for a in parser._actions}
+    for (name, dest), kind in ARGUMENTS.items():
+        value = getattr(args, dest, None) if name == command else None
+        if value is None:
+            continue
+        flag, bad = flags.get(dest, dest), None
+        if kind in (FILE_OUT, DIR_OUT):
+            path = Path(value)
+            if not str(value).strip():
+                bad = "empty"
+            elif kind == FILE_OUT and path.is_dir():
+                bad = "a folder"
+            elif kind == DIR_OUT and path.exists() and not path.is_dir():
+                bad = "a file"
+            elif any(p.exists() and not p.is_dir() for p in path.parents):
+                bad = "under a file"
+        elif kind == COUNT:
+            bad = None if value >= 1 else "below 1"
+        elif kind == FINITE:
+            bad = None if math.isfinite(value) else "not finite"
+        elif kind == NONEMPTY:
+            values = value if isinstance(value, list) else [value]
+            bad = None if all(str(v).strip() for v in values) else "empty"
+        elif kind == MODEL_DIR:
+            path = Path(value)
+            bad = (None if (path / "config.json").is_file() else
+                   "not a folder" if not path.is_dir() else "a folder without config.json")
+        if bad:
+            raise InputError(f"{flag} {str(value)!r}: {bad}; expected {kind}")
 
 
 # --------------------------------------------------------------------------------------------
