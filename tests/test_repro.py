@@ -355,3 +355,38 @@ def test_a_stage_dies_with_the_dvc_process_that_started_it(tmp_path):
     dvc.wait()
     assert gone(stage_pid), "the stage outlived the DVC process that started it"
     assert not (tmp_path / "stage.pid.finished").exists()
+
+
+RANK_THAT_SLEEPS = """
+import os, sys, time
+from pathlib import Path
+from ctxrep.stage import stage
+
+with stage("rank_probe", None, track=False):
+    Path(sys.argv[1] + os.environ["RANK"]).write_text(str(os.getpid()))
+    time.sleep(120)
+"""
+
+
+def test_torchrun_ranks_die_with_their_agent(tmp_path):
+    """Issue 61 D3: `kill -9` of the torchrun agent left both ranks running, and rank 0 wrote
+    outputs after make had exited. A rank now dies with its agent (its parent)."""
+    import shutil
+    import signal
+
+    (tmp_path / "repo").mkdir()
+    repo = scratch_repo(tmp_path / "repo")
+    (repo / "probe.py").write_text(RANK_THAT_SLEEPS)
+    torchrun = shutil.which("torchrun", path=os.path.dirname(sys.executable))
+    pid_file = tmp_path / "rank"
+    agent = subprocess.Popen([torchrun, "--standalone", "--nproc-per-node=2", "probe.py",
+                              str(pid_file)], cwd=repo, env=launched_env(repo),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        ranks = [wait_for(tmp_path / f"rank{r}", seconds=120) for r in (0, 1)]
+        agent.send_signal(signal.SIGKILL)
+        agent.wait()
+        assert all(gone(pid) for pid in ranks), "a rank outlived its torchrun agent"
+    finally:
+        if agent.poll() is None:
+            agent.kill()
