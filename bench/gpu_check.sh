@@ -8,9 +8,10 @@
 # 2. the tiny profile on the GPU, in a temporary clone of this checkout, with bf16 autocast and
 #    torch.compile in both pretraining stages and BERT fine-tuning (the branches the CPU tests
 #    run in tests/test_device_paths.py), ending with `ctxrep verify`;
-# 3. does the GPU run reproduce a CPU run? the tiny profile on the CPU in a second clone, then
-#    `ctxrep compare --against` it from the GPU clone: every claim's verdict the same (GPU
-#    kernels are not bitwise portable, so this is the check, not the bytes);
+# 3. does the GPU run reproduce a CPU run? the tiny profile on the CPU (fp32, eager) in a
+#    second clone, then `ctxrep compare --against` it from the GPU clone: every claim's verdict
+#    the same (GPU kernels are not bitwise portable, so this is the check, not the bytes; the
+#    GPU run has bf16 and compile on, so it answers for them too);
 # 4. both benchmarks with --device cuda --bf16 (JSON under $OUT, default bench/results/gpu/).
 # About 10 minutes on one H100 (an estimate: it has not run on a GPU yet, see docs/known-gaps.md).
 # Exit status: 0 all passed, 1 something failed (the table says what), 3 no CUDA device here.

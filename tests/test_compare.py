@@ -105,11 +105,14 @@ def test_a_flipped_verdict_fails_and_names_the_row(tmp_path):
 
 
 def test_the_spread_band_uses_seeds_or_else_the_cis():
+    from scipy.stats import t
+
     a = {"mean": 0.50, "std": 0.01, "n_seeds": 4, "ci95": [0.49, 0.51]}
-    b = {"mean": 0.52, "std": 0.01, "n_seeds": 4, "ci95": [0.51, 0.53]}
+    b = {"mean": 0.53, "std": 0.01, "n_seeds": 4, "ci95": [0.52, 0.54]}
     row = compare.CellRow("t", "m", a, b)
-    assert row.band() == pytest.approx(2 * (0.01 ** 2 / 4 * 2) ** 0.5)  # 0.01414
+    assert row.band() == pytest.approx(t.ppf(0.975, 3) * (0.01 ** 2 / 4 * 2) ** 0.5)  # 0.0225
     assert row.agrees is False
+    assert compare.CellRow("t", "m", a, {**b, "mean": 0.52}).agrees is True
     one = compare.CellRow("t", "m", {**a, "std": 0.0, "n_seeds": 1}, {**b, "std": 0.0, "n_seeds": 1})
     assert one.band() == pytest.approx((0.01 ** 2 * 2) ** 0.5) and one.agrees is False
 

@@ -458,7 +458,7 @@ def test_unpack_never_deletes_a_users_files_in_the_checkpoint_folder(tmp_path, c
 
     with pytest.raises(SystemExit) as exit_:  # a root that is a file: one line, no traceback
         main(["unpack", MINILM.name, "--root", str(tmp_path / "p2" / MINILM.name / "notes.txt")])
-    assert exit_.value.code == 2 and "not a folder" in capsys.readouterr().err
+    assert exit_.value.code == 2 and "a file; expected a folder" in capsys.readouterr().err
 
     (folder / "notes.txt").unlink()
     shutil.rmtree(folder / "sub")

@@ -284,7 +284,7 @@ import os, sys, time
 from pathlib import Path
 from ctxrep.stage import stage
 
-with stage("outlive_probe", None, track=False):
+with stage("locate_data", None, track=False):  # a stage dvc.yaml defines (DVC_STAGE names it)
     Path(sys.argv[1]).write_text(str(os.getpid()))
     time.sleep(120)
     Path(sys.argv[1] + ".finished").write_text("")
@@ -333,7 +333,7 @@ def test_a_signal_to_make_repro_stops_the_running_stage_before_it_exits(tmp_path
         proc.send_signal(signum)
         _, err = proc.communicate(timeout=90)
         assert gone(stage_pid, seconds=1), f"the stage outlived `ctxrep repro` ({signum}): {err}"
-        assert "outlive_probe: stopped by" in err and "Traceback" not in err
+        assert "locate_data: stopped by" in err and "Traceback" not in err
         assert not (tmp_path / f"stage-{signum}.pid.finished").exists()
 
 
@@ -346,10 +346,10 @@ def test_a_stage_dies_with_the_dvc_process_that_started_it(tmp_path):
     repo = scratch_repo(tmp_path / "repo")
     (repo / "probe.py").write_text(STAGE_THAT_SLEEPS)
     pid_file = tmp_path / "stage.pid"
-    dvc = subprocess.Popen([sys.executable, "-c", (
+    dvc = subprocess.Popen([sys.executable, "-c", (  # as DVC runs a stage: DVC_STAGE set
         "import subprocess, sys; subprocess.run([sys.executable, '-m', 'ctxrep.launch', "
         f"'probe.py', {str(pid_file)!r}])")], cwd=repo, stderr=subprocess.PIPE, text=True,
-        env=launched_env(repo))
+        env={**launched_env(repo), "DVC_STAGE": "locate_data"})
     stage_pid = wait_for(pid_file)
     dvc.send_signal(signal.SIGKILL)
     dvc.wait()

@@ -86,9 +86,14 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:  # a path the checks could not foresee (permissions, a race): one line
         if e.errno is None:
             raise
+        import errno
+
+        from ctxrep.errors import NO_SPACE_EXIT, TOO_LARGE_EXIT
+
         where = f": {e.filename}" if e.filename else ""
         print(f"ctxrep {name}: {e.strerror}{where}", file=sys.stderr)
-        raise SystemExit(2) from e
+        raise SystemExit({errno.ENOSPC: NO_SPACE_EXIT, errno.EFBIG: TOO_LARGE_EXIT}.get(
+            e.errno, 2)) from e
     if status:
         raise SystemExit(status)
     return 0
@@ -124,34 +129,35 @@ def check_arguments(command: str, parser: argparse.ArgumentParser,
     from ctxrep.errors import InputError
 
     flags = {a.dest: (a.option_strings or [a.dest])[0] for a in parser._actions}
-    for (name, dest), kind in ARGUMENTS.items():
+    for (name, dest), rule in ARGUMENTS.items():
         value = getattr(args, dest, None) if name == command else None
         if value is None:
             continue
         flag, bad = flags.get(dest, dest), None
-        if kind in (FILE_OUT, DIR_OUT):
+        if rule in (FILE_OUT, DIR_OUT):
             path = Path(value)
             if not str(value).strip():
                 bad = "empty"
-            elif kind == FILE_OUT and path.is_dir():
+            elif rule == FILE_OUT and path.is_dir():
                 bad = "a folder"
-            elif kind == DIR_OUT and path.exists() and not path.is_dir():
+            elif rule == DIR_OUT and path.exists() and not path.is_dir():
                 bad = "a file"
             elif any(p.exists() and not p.is_dir() for p in path.parents):
                 bad = "under a file"
-        elif kind == COUNT:
+        elif rule == COUNT:
             bad = None if value >= 1 else "below 1"
-        elif kind == FINITE:
+        elif rule == FINITE:
             bad = None if math.isfinite(value) else "not finite"
-        elif kind == NONEMPTY:
+        elif rule == NONEMPTY:
             values = value if isinstance(value, list) else [value]
             bad = None if all(str(v).strip() for v in values) else "empty"
-        elif kind == MODEL_DIR:
+        elif rule == MODEL_DIR:
             path = Path(value)
             bad = (None if (path / "config.json").is_file() else
+                   "no such model folder" if not path.exists() else
                    "not a folder" if not path.is_dir() else "a folder without config.json")
         if bad:
-            raise InputError(f"{flag} {str(value)!r}: {bad}; expected {kind}")
+            raise InputError(f"{flag} {str(value)!r}: {bad}; expected {rule}")
 
 
 # --------------------------------------------------------------------------------------------

@@ -7,11 +7,11 @@ outputs' hashes from ``dvc.lock``; one table says, for
 
 - **every claim** (task, better vs worse): both verdicts, both Δs, and whether each Δ lies
   inside the other run's 95 % CI. A verdict that flips is a failed reproduction (exit 1);
-- **every cell** (task, method): both means, and whether they agree within the seeds' spread:
-  ``|m₁ − m₂| ≤ 2·√(s₁²/n₁ + s₂²/n₂)`` (two standard errors of the difference of the means over
-  seeds); where a side has one seed, the cells' bootstrap CI half-widths stand in for it
-  (``√(h₁² + h₂²)``). A cell outside that band is flagged, not failed: five seeds' spread is a
-  rough yardstick, and the claims are what the papers assert;
+- **every cell** (task, method): both means, and whether they agree within the seeds' spread
+  (:meth:`CellRow.band`: Student's t times the standard error of the difference of the means
+  over seeds; the cells' bootstrap CIs where a side has one seed). A cell outside that band is
+  flagged, not failed: a few seeds' spread is a rough yardstick, and the claims are what the
+  papers assert;
 - **every output** ``dvc.lock`` records in both: bytes identical or not.
 
 It exits 0 when no verdict flips (last bits that move are expected off the committed machine),
@@ -90,12 +90,21 @@ class CellRow:
     here: dict | None
 
     def band(self) -> float | None:
-        """Two standard errors of the difference of the means, or the CIs' half-widths."""
+        """How far two means of the same experiment may lie apart by the seeds' noise:
+        t·√(s₁²/n₁ + s₂²/n₂), t the 97.5 % quantile of Student's t with min(n₁, n₂) − 1
+        degrees of freedom (conservative for few seeds: 12.7 at two, 2.8 at five); where a side
+        has one seed, or the seeds agree to the 4 decimals summary.json keeps, the cells'
+        bootstrap CI half-widths over examples instead, √(h₁² + h₂²)."""
         a, b = self.ref, self.here
         if a is None or b is None:
             return None
-        if a.get("n_seeds", 1) >= 2 and b.get("n_seeds", 1) >= 2:
-            return 2 * math.sqrt(a["std"] ** 2 / a["n_seeds"] + b["std"] ** 2 / b["n_seeds"])
+        n = min(a.get("n_seeds", 1), b.get("n_seeds", 1))
+        se = math.sqrt(a["std"] ** 2 / max(a.get("n_seeds", 1), 1)
+                       + b["std"] ** 2 / max(b.get("n_seeds", 1), 1))
+        if n >= 2 and se > 0:
+            from scipy.stats import t
+
+            return float(t.ppf(0.975, n - 1)) * se
         half = [(c["ci95"][1] - c["ci95"][0]) / 2 for c in (a, b) if c.get("ci95")]
         return math.sqrt(sum(h * h for h in half)) if len(half) == 2 else None
 
@@ -172,6 +181,10 @@ class Comparison:
         return [r for r in self.claims if r.flipped]
 
     @property
+    def one_sided(self) -> list[ClaimRow]:
+        return [r for r in self.claims if r.ref is None or r.here is None]
+
+    @property
     def exit_status(self) -> int:
         return FLIPPED_EXIT if self.flipped else 0
 
@@ -193,10 +206,16 @@ class Comparison:
             out.append(f"NOT REPRODUCED: {len(self.flipped)} verdict(s) flipped: " + "; ".join(
                 f"{r.better} > {r.worse} on {r.task}: {r.ref['verdict']} → {r.here['verdict']}"
                 for r in self.flipped))
-        elif not self.differing and not self.only_one:
+        elif not self.identical and not self.differing:
+            out.append(f"every verdict judged in both runs as {self.rev}'s; no dvc.lock "
+                       f"outputs to compare")
+        elif not self.differing and not self.only_one and not self.one_sided:
             out.append(f"reproduced: every output the same bytes as {self.rev}'s")
         else:
-            out.append(f"reproduced within noise: every verdict as {self.rev}'s"
+            judged = (f"every verdict judged in both as {self.rev}'s; {len(self.one_sided)} "
+                      f"claim(s) judged in one run only" if self.one_sided else
+                      f"every verdict as {self.rev}'s")
+            out.append(f"reproduced within noise: {judged}"
                        + (f"; {len(disagree)} cell(s) outside their seeds' spread: "
                           + ", ".join(f"{r.task}/{r.method}" for r in disagree) if disagree else
                           "; every cell within its seeds' spread"))

@@ -45,6 +45,11 @@ def install() -> NotMadeYet:
 def main(argv: list[str] | None = None) -> int:
     from dvc.cli import main as dvc_main
 
+    from ctxrep.launch import die_with_parent
+
+    # `make repro` runs DVC in a process group of its own; were `ctxrep repro` killed with -9,
+    # DVC would carry on alone. It gets SIGTERM instead, and its stages theirs in turn.
+    die_with_parent()
     install()
     return dvc_main(sys.argv[1:] if argv is None else argv)
 

@@ -106,7 +106,8 @@ def main(argv: list[str] | None = None) -> None:
     cmd = command(script, p.nproc_per_node, p.nnodes) if p else [sys.executable, script]
     cmd += script_args
     sys.stdout.flush()
-    die_with_parent()  # the stage (or torchrun) dies with the DVC process that started it
+    if os.environ.get("DVC_STAGE"):  # DVC runs it: the stage (or torchrun) dies with DVC
+        die_with_parent()
     os.execv(cmd[0], cmd)  # the stage (or torchrun) takes this process's place: DVC waits on it
 
 

@@ -32,7 +32,9 @@ def preflight(params: dict, env=None, cores: int | None = None, gpu: bool | None
 
     env = os.environ if env is None else env
     cores = cores or os.cpu_count() or 1
-    gpu = Path("/dev/nvidia0").exists() if gpu is None else gpu
+    if gpu is None:  # a CUDA device the stages may use (without importing torch here)
+        visible = env.get("CUDA_VISIBLE_DEVICES")
+        gpu = Path("/dev/nvidia0").exists() and visible not in ("", "-1")
     for key, names in (("tasks", params["tasks"]), ("grid.tasks", params["grid"]["tasks"])):
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:

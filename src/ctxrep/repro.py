@@ -175,7 +175,7 @@ def wait_for_group(pgid: int, grace: float = 30.0) -> None:
             return
         say(f"processes of the pipeline run outlived DVC (group {pgid}); sending "
             f"{signal.Signals(signum).name}")
-        with contextlib.suppress(ProcessLookupError):
+        with contextlib.suppress(OSError):
             os.killpg(pgid, signum)
         deadline = time.monotonic() + wait
         while alive() and time.monotonic() < deadline:
@@ -269,24 +269,32 @@ def main(profile: str, overrides: list[str]) -> int:
     print("dvc exp run " + " ".join(f"-S {shlex.quote(value)}" for value in sets), flush=True)
     env = {**os.environ, PIPELINE_ENV: uuid.uuid4().hex}  # one MLflow parent run per run
     stashes = len(git("stash", "list").splitlines())
-    # DVC and its stages run in a process group of their own, which every SIGINT / SIGTERM
-    # this process gets is passed to whole: DVC alone ignores SIGINT while a stage runs, and
-    # dies on SIGTERM without stopping the stage. Handlers are set before DVC starts: an
-    # ignored SIGINT (a background `make repro &`) would be inherited by DVC and every stage.
-    proc = None
+    # DVC and its stages run in a process group of their own, which every SIGINT / SIGTERM /
+    # SIGHUP / SIGQUIT this process gets is passed to whole: DVC alone ignores SIGINT while a
+    # stage runs, and dies on SIGTERM without stopping the stage. Were this process killed
+    # with -9, DVC dies with it (ctxrep.dvc_cli), and each stage with DVC (ctxrep.launch).
+    # Handlers are set before DVC starts: an ignored SIGINT (a background `make repro &`)
+    # would be inherited by DVC and every stage.
+    proc, pending = None, []
 
     def forward(signum, _frame):
-        if proc is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signum)
+        if proc is None:
+            pending.append(signum)  # before DVC started: passed on as soon as it has
+            return
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signum)
 
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, forward)
+    handled = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+    previous = {signum: signal.signal(signum, forward) for signum in handled}
     proc = subprocess.Popen(cmd, env=env, start_new_session=True)
+    for signum in pending:
+        forward(signum, None)
     try:
         rc = proc.wait()
         wait_for_group(proc.pid)  # a stage DVC did not wait for ends before make does
     finally:
+        for signum, handler in previous.items():  # Ctrl-C during verify stops verify again
+            signal.signal(signum, handler)
         reattach_head()
         lock.close()
     if len(git("stash", "list").splitlines()) > stashes:
@@ -330,6 +338,9 @@ def compare_with_head(root: Path = Path(".")) -> int:
         comparison = compare.compare("HEAD", root)
     except InputError as e:
         say(f"ctxrep compare: {e}")
+        return 0
+    except Exception as e:  # noqa: BLE001 — the run is recorded: a broken comparison must not hide it
+        say(f"ctxrep compare: WARNING: could not compare with HEAD ({type(e).__name__}: {e})")
         return 0
     print("\n".join(comparison.lines()), flush=True)
     return comparison.exit_status

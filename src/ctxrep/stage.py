@@ -149,21 +149,31 @@ def stage(name: str, section: str | None, track: bool = True,
         raise
 
 
+REPEAT_WINDOW_S = 2.0  # a second stop signal within this is the same request
+
+
 def stop_on_signals() -> None:
     """SIGINT and SIGTERM both stop a stage as Ctrl-C does (KeyboardInterrupt: partial outputs
     are removed, the MLflow run is closed). SIGINT is set explicitly: a process started in the
     background by a shell (`make repro &`) inherits it ignored, so `kill -INT` did nothing."""
+    first: list[float] = []
+
     def stop(signum, _frame):
-        # One stop: the same signal often comes twice (from `make repro`, which passes it to
-        # the whole run, and from the parent-death signal when DVC dies of it), and a second
-        # one must not interrupt the clean-up of the first.
-        for each in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(each, signal.SIG_IGN)
+        # One stop: the same signal often comes twice at once (from `make repro`, which passes
+        # it to the whole run, and from the parent-death signal when DVC dies of it), and that
+        # second one must not interrupt the clean-up of the first; a signal seconds later is
+        # someone asking again, and a clean-up that hangs then ends at once.
+        code = 143 if signum == signal.SIGTERM else 130
+        if first:
+            if time.monotonic() - first[0] < REPEAT_WINDOW_S:
+                return
+            os._exit(code)
+        first.append(time.monotonic())
         raise KeyboardInterrupt("SIGTERM" if signum == signal.SIGTERM else "Ctrl-C (SIGINT)")
 
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
-    if os.environ.get("RANK") is not None:  # a torchrun rank: it dies with its agent
+    if os.environ.get("TORCHELASTIC_RUN_ID"):  # a torchrun rank: it dies with its agent
         from ctxrep.launch import die_with_parent
 
         die_with_parent()

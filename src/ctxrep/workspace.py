@@ -50,9 +50,16 @@ DVC_MODULES = ("dvc", "ctxrep.dvc_cli")
 
 def is_dvc(argv: list[str]) -> bool:
     """Whether a process's command line is DVC's: ``dvc …``, ``python …/dvc …``, or
-    ``python -m dvc|ctxrep.dvc_cli …``."""
-    return (any(os.path.basename(a) == DVC_SCRIPT for a in argv[:2])
-            or (len(argv) > 2 and argv[1] == "-m" and argv[2] in DVC_MODULES))
+    ``python [flags] -m dvc|ctxrep.dvc_cli …``."""
+    if any(os.path.basename(a) == DVC_SCRIPT for a in argv[:2]):
+        return True
+    # python [-u -X … -W …] -m <module>: the interpreter's own flags may come first
+    if "-m" in argv[1:]:
+        i = argv.index("-m", 1)
+        return i + 1 < len(argv) and argv[i + 1] in DVC_MODULES \
+            and all(a.startswith("-") or argv[j - 1] in ("-X", "-W") for j, a in
+                    enumerate(argv[1:i], start=1))
+    return False
 
 
 def dvc_process():
