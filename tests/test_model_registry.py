@@ -162,6 +162,19 @@ def test_both_registered_models_predict_in_a_fresh_process(registered, store, tm
 
 
 @pytest.mark.slow  # the tiny models' registration: seconds
+def test_the_registered_bilm_is_code_not_a_pickle(registered, store):
+    """Loading ``ctxrep-bilm`` runs ctxrep's own file (MLflow's models from code): the model
+    holds no pickled Python object that loading would run."""
+    import mlflow
+
+    _, version = registered["bilm"]
+    local = Path(mlflow.artifacts.download_artifacts(version.source))
+    logged = {p.relative_to(local).as_posix() for p in local.rglob("*") if p.is_file()}
+    assert not [p for p in logged if p.endswith((".pkl", ".pickle", ".cloudpickle"))], logged
+    assert "elmo_pyfunc_code.py" in {Path(p).name for p in logged}
+
+
+@pytest.mark.slow  # the tiny models' registration: seconds
 def test_bert_with_its_mlm_head_is_registered_for_fill_mask(registered):
     import mlflow
 

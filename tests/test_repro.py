@@ -390,3 +390,27 @@ def test_torchrun_ranks_die_with_their_agent(tmp_path):
     finally:
         if agent.poll() is None:
             agent.kill()
+
+
+def test_the_lock_is_left_in_dvc_yaml_order_whatever_order_dvc_wrote(tmp_path):
+    """A stage dropped by one run (an empty grid) and defined again by the next comes back at
+    the end of dvc.lock: the same results must still give the same dvc.lock bytes."""
+    from ctxrep.repro import prune_lock
+
+    (tmp_path / "dvc.yaml").write_text(
+        "stages:\n" + "".join(f"  {name}:\n    cmd: echo {name} > {name}.txt\n"
+                              f"    outs: [{name}.txt]\n" for name in "abc"))
+    for cmd in (["git", "init", "-q"], [sys.executable, "-m", "dvc", "init", "-q"],
+                [sys.executable, "-m", "dvc", "repro", "-q"]):
+        subprocess.run(cmd, cwd=tmp_path, check=True, capture_output=True)
+    lock = tmp_path / "dvc.lock"
+    canonical = lock.read_bytes()
+    assert prune_lock(tmp_path) == [] and lock.read_bytes() == canonical  # in order: untouched
+
+    import yaml
+    data = yaml.safe_load(canonical)
+    stages = data["stages"]
+    data["stages"] = {"b": stages["b"], "c": stages["c"], "gone": stages["a"], "a": stages["a"]}
+    lock.write_text(yaml.safe_dump(data, sort_keys=False))
+    assert prune_lock(tmp_path) == ["gone"]
+    assert lock.read_bytes() == canonical

@@ -216,6 +216,37 @@ def test_torch_save_on_a_full_disk_says_the_disk_is_full(tmp_path, monkeypatch):
                         f"space (df -h {tmp_path}) and rerun; completed outputs are kept"]
 
 
+def test_torch_save_past_the_file_size_limit_says_the_limit_not_the_disk(tmp_path, monkeypatch):
+    # `ulimit -f 500` with room on the disk: the same "unexpected pos" as a full disk, exit 27
+    from ctxrep import errors
+
+    monkeypatch.setattr(errors, "file_size_limit", lambda: 500 * 512)
+    monkeypatch.setattr(errors, "_full_places", lambda: None)
+    exc = RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 576 vs 534")
+    stopped, messages, _ = _stage_that_fills_the_disk(tmp_path, monkeypatch, exc)
+    assert stopped.code == 27
+    assert messages == ["tokenize: a file grew past this shell's file-size limit (256,000 bytes) "
+                        "while writing its outputs (or the MLflow store): raise it (`ulimit -f "
+                        "unlimited`) and rerun; completed outputs are kept"]
+
+
+def test_a_real_torch_save_under_ulimit_f_is_read_as_the_limit(tmp_path):
+    import resource
+    import subprocess
+    import sys
+
+    code = ("import torch\n"
+            "from ctxrep.errors import file_too_large, no_space_left\n"
+            "try:\n"
+            f"    torch.save(torch.zeros(100_000), {str(tmp_path / 'x.pt')!r})\n"
+            "except RuntimeError as e:\n"
+            "    print(file_too_large(e)[0], no_space_left(e)[0])\n")
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 10, resource.RLIM_INFINITY)))
+    assert proc.stdout.split() == ["True", "True"], proc.stderr[-2000:]  # the stage asks the limit first
+
+
 def test_other_errors_are_not_mistaken_for_a_full_disk(tmp_path, monkeypatch):
     import errno
 

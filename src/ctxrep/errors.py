@@ -64,14 +64,30 @@ def file_size_limit() -> int | None:
 
 def file_too_large(exc: BaseException) -> tuple[bool, str | None]:
     """Whether ``exc`` (or one it was raised from or while handling) is a write past the
-    file-size limit, and the path when one is known: EFBIG ("File too large"), or SQLite's
-    "disk I/O error" (which is all MLflow's store says) under a finite limit."""
+    file-size limit, and the path when one is known: EFBIG ("File too large"), or, under a
+    finite limit, SQLite's "disk I/O error" (which is all MLflow's store says) or torch.save's
+    short write while no disk is full. Check it before :func:`no_space_left`, which reads the
+    same short write as a full disk."""
+    limited = file_size_limit() is not None
     for e in exception_chain(exc):
         if isinstance(e, OSError) and e.errno == errno.EFBIG:
             return True, _path_of(e)
-        if "File too large" in str(e) or ("disk I/O error" in str(e) and file_size_limit()):
+        if "File too large" in str(e) or ("disk I/O error" in str(e) and limited):
+            return True, None
+        # torch.save's zip writer says "unexpected pos" whatever stopped the write: under a
+        # finite limit, with no ENOSPC in the chain and room on every disk a stage writes to,
+        # it is the limit (`ulimit -f`), not a full disk.
+        if (limited and _TORCH_SHORT_WRITE.search(str(e)) and not _enospc_in(exc)
+                and _full_places() is None):
             return True, None
     return False, None
+
+
+_TORCH_SHORT_WRITE = re.compile(r"unexpected pos|PytorchStreamWriter failed writing")
+
+
+def _enospc_in(exc: BaseException) -> bool:
+    return any(isinstance(e, OSError) and e.errno == errno.ENOSPC for e in exception_chain(exc))
 
 
 def too_large_message(path: str | None) -> str:

@@ -145,12 +145,14 @@ def register_bilm(run, model_dir: Path | str, profile: str | None = None):
     try:
         import mlflow
 
-        from ctxrep.models.elmo_pyfunc import ARTIFACT, ElmoPyfunc
+        from ctxrep.models import elmo_pyfunc_code  # imported: a file of this stage's code
+        from ctxrep.models.elmo_pyfunc import ARTIFACT
 
         _check_active(run)
+        # The model as code (the file MLflow runs when it loads), not a pickled object.
         info = mlflow.pyfunc.log_model(
-            name="bilm", python_model=ElmoPyfunc(), artifacts={ARTIFACT: str(model_dir)},
-            pip_requirements=_BILM_REQUIREMENTS)
+            name="bilm", python_model=elmo_pyfunc_code.__file__,
+            artifacts={ARTIFACT: str(model_dir)}, pip_requirements=_BILM_REQUIREMENTS)
         return _register(run, info.model_uri, BILM_NAME, model_dir, profile,
                          {"task": "elmo-features"},
                          "ctxrep biLM (ELMo): predict(sentences) gives per sentence an array "

@@ -40,7 +40,7 @@ import sys
 import uuid
 from pathlib import Path
 
-from ctxrep import workspace
+from ctxrep import run_record, workspace
 from ctxrep.config.composition import effective_overrides
 from ctxrep.preflight import check
 from ctxrep.tracking import PIPELINE_ENV
@@ -194,7 +194,12 @@ def dvc_command() -> list[str]:
 
 def prune_lock(root: Path = Path(".")) -> list[str]:
     """Drop the ``dvc.lock`` entries of stages ``dvc.yaml`` no longer defines (with the current
-    params.yaml); returns their names."""
+    params.yaml), and put the rest in ``dvc.yaml``'s order; returns the names dropped.
+
+    DVC appends the entry of a stage it has not locked before: a stage dropped by one run (an
+    empty grid) and defined again by the next would otherwise come back at the end, and the
+    same results would give another ``dvc.lock``. A lock already in order is left byte for
+    byte."""
     lock = root / "dvc.lock"
     if not lock.exists():
         return []
@@ -202,13 +207,19 @@ def prune_lock(root: Path = Path(".")) -> list[str]:
     from dvc.utils.serialize import load_yaml, modify_yaml
 
     with Repo(str(root)) as repo:
-        defined = {stage.name for stage in repo.index.stages}
-    # Read the names first, so that a lock with nothing to drop is left byte for byte.
-    stale = sorted(set(load_yaml(str(lock)).get("stages", {})) - defined)
-    if stale:
+        order = [stage.name for stage in repo.index.stages]
+    rank = {name: i for i, name in enumerate(order)}
+    # Read the names first, so that a lock with nothing to change is left byte for byte.
+    locked = list(load_yaml(str(lock)).get("stages", {}))
+    stale = sorted(set(locked) - set(rank))
+    kept = [name for name in locked if name in rank]
+    if stale or kept != sorted(kept, key=rank.__getitem__):
         with modify_yaml(str(lock)) as data:  # DVC's own writer: the lock keeps its format
+            entries = data["stages"]
+            for name in sorted(kept, key=rank.__getitem__):
+                entries[name] = entries.pop(name)  # re-inserted in dvc.yaml's order
             for name in stale:
-                del data["stages"][name]
+                del entries[name]
     return stale
 
 
@@ -268,6 +279,7 @@ def main(profile: str, overrides: list[str]) -> int:
     cmd = [*dvc, "exp", "run", *(arg for value in sets for arg in ("-S", value))]
     print("dvc exp run " + " ".join(f"-S {shlex.quote(value)}" for value in sets), flush=True)
     env = {**os.environ, PIPELINE_ENV: uuid.uuid4().hex}  # one MLflow parent run per run
+    started = run_record.start(profile)  # metrics/run.json: commit, clock
     stashes = len(git("stash", "list").splitlines())
     # DVC and its stages run in a process group of their own, which every SIGINT / SIGTERM /
     # SIGHUP / SIGQUIT this process gets is passed to whole: DVC alone ignores SIGINT while a
@@ -309,6 +321,7 @@ def main(profile: str, overrides: list[str]) -> int:
         if stale:
             say(f"dvc.lock: dropped {len(stale)} entries of stages this pipeline no longer "
                 f"defines ({', '.join(stale[:3])}{', …' if len(stale) > 3 else ''})")
+        run_record.finish(started)  # metrics/run.json, git-tracked: not a DVC output
         # What DVC skipped or restored (checked out, pulled) it trusts: a corrupt cache object
         # that is read-only is never rehashed by DVC. Rehash every output once, here.
         if run_verify(".", say=lambda line: print(line, file=sys.stderr, flush=True)) != 0:

@@ -138,14 +138,14 @@ def stage(name: str, section: str | None, track: bool = True,
                   "whole or not at all), and a rerun resumes from the last checkpoint", name, how)
         raise SystemExit(143 if "SIGTERM" in str(how) else 130) from None
     except Exception as e:
+        too_large, path = file_too_large(e)  # first: a short write under `ulimit -f` reads
+        if too_large:                        # as a full disk to no_space_left
+            log.error("%s: %s", name, too_large_message(path))
+            raise SystemExit(TOO_LARGE_EXIT) from e
         full, path = no_space_left(e)
         if full:
             log.error("%s: %s", name, no_space_message(path))
             raise SystemExit(NO_SPACE_EXIT) from e
-        too_large, path = file_too_large(e)
-        if too_large:
-            log.error("%s: %s", name, too_large_message(path))
-            raise SystemExit(TOO_LARGE_EXIT) from e
         raise
 
 
