@@ -131,6 +131,72 @@ def test_a_cell_has_one_nested_run_per_seed_with_its_own_curve(client, monkeypat
     assert "train_loss" not in client.get_run(cell.run_id).data.metrics
 
 
+def _artifact_files(folder: Path) -> list[Path]:
+    return sorted(p.relative_to(folder) for p in folder.rglob("*") if p.is_file())
+
+
+def test_a_copied_checkout_logs_its_artifacts_into_itself_never_into_the_original(
+        tmp_path, monkeypatch, caplog):
+    """Issue 62 (2): `cp -a` of a checkout copies mlflow.db, whose artifact root is an absolute
+    path into the original; a run in the copy must still log into the copy."""
+    import shutil
+
+    import mlflow
+
+    from ctxrep import tracking
+
+    original, copy = tmp_path / "original", tmp_path / "copy"
+    original.mkdir()
+    (original / "dvc.yaml").write_text("stages: {}\n")
+    (original / "report.md").write_text("the original's report\n")
+    monkeypatch.chdir(original)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "unset below")  # restored after the test: MLflow
+    monkeypatch.delenv("MLFLOW_TRACKING_URI")                 # sets it in this process
+    monkeypatch.delenv("DVC_ROOT", raising=False)
+    monkeypatch.setenv("CTXREP_PIPELINE_RUN", "in the original")
+    with tracking.stage_run("report") as first:
+        first.log_artifact(original / "report.md")
+    shutil.copytree(original, copy, symlinks=True)              # as `cp -a` copies it
+    in_original = _artifact_files(original / "mlartifacts")
+
+    monkeypatch.chdir(copy)
+    monkeypatch.setenv("CTXREP_PIPELINE_RUN", "in the copy")
+    monkeypatch.delenv("MLFLOW_TRACKING_URI")  # this checkout's own store, as a stage finds it
+    (copy / "report.md").write_text("the copy's report\n")
+    with caplog.at_level("WARNING", logger="ctxrep.tracking"):
+        with tracking.stage_run("report") as second:
+            second.log_artifact(copy / "report.md")
+
+    copied = mlflow.MlflowClient(f"sqlite:///{copy / 'mlflow.db'}")
+    assert copied.get_experiment_by_name("ctxrep").artifact_location == \
+        (copy / "mlartifacts").as_uri()
+    for run in (second, first):  # the new run, and the copied one's link to its copied files
+        logged = Path(copied.get_run(run.run_id).info.artifact_uri.removeprefix("file://"))
+        assert logged.is_relative_to(copy / "mlartifacts"), logged
+    new = Path(copied.get_run(second.run_id).info.artifact_uri.removeprefix("file://"))
+    assert (new / "report.md").read_text() == "the copy's report\n"
+    assert _artifact_files(original / "mlartifacts") == in_original  # nothing new there
+    kept = mlflow.MlflowClient(f"sqlite:///{original / 'mlflow.db'}")
+    assert kept.get_experiment_by_name("ctxrep").artifact_location == \
+        (original / "mlartifacts").as_uri()
+    (said,) = [r.getMessage() for r in caplog.records if "another checkout" in r.getMessage()]
+    assert str(copy / "mlartifacts") in said and str(original / "mlartifacts") in said
+
+
+def test_an_artifact_root_chosen_on_purpose_or_a_store_elsewhere_is_left_alone(tmp_path):
+    """Only a store's own ``<checkout>/mlartifacts`` follows the checkout."""
+    from ctxrep import tracking
+
+    root = tmp_path / "checkout"
+    own = f"sqlite:///{root / 'mlflow.db'}"
+    assert tracking.own_store(own, root)
+    assert not tracking.own_store(f"sqlite:///{tmp_path / 'shared/mlflow.db'}", root)
+    assert not tracking.own_store("http://mlflow-host:5000", root)
+    wanted = tracking.artifact_root(root)
+    for current in (wanted, "s3://bucket/artifacts", (tmp_path / "shared/artifacts").as_uri()):
+        assert tracking.follow_checkout(own, current, wanted) is False
+
+
 def test_the_headline_metrics_of_the_pipeline_run():
     from ctxrep.report.summary import flat_numbers
 

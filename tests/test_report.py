@@ -864,3 +864,35 @@ def test_the_intrinsic_perplexities_are_headline_metrics(tmp_path):
     assert headline(report_for(root).summary)["intrinsic"] == {
         "bilm_ppl": round(intrinsic["bilm"]["perplexity_mean"], DECIMALS),
         "bert_pppl": round(intrinsic["bert"]["pseudo_perplexity"], DECIMALS)}
+
+
+RESULTS = "## Transfer results"
+
+
+def test_the_results_say_which_split_each_task_was_evaluated_on(tmp_path):
+    """Issue 62 (10): a task published as train/test is evaluated on `test`, and the section's
+    opening line says so instead of "each task's validation split"."""
+    root = make_repo(tmp_path)
+    assert "Evaluated on each task's `validation` split." in \
+        section(report_for(root).markdown, RESULTS)
+    write_cell(root, "conll2003", "static", [0.60, 0.62], metric="seqeval_f1", primary="f1",
+               eval_split="test")
+    write_cell(root, "conll2003", "elmo", [0.70, 0.72], metric="seqeval_f1", primary="f1",
+               eval_split="test", mix_weights={"input": [[0.5, 0.3, 0.2], [0.4, 0.4, 0.2]]})
+    opening = section(report_for(root).markdown, RESULTS)
+    assert ("Evaluated on the `validation` split of sst2, squad; the `test` split of "
+            "conll2003.") in opening
+    assert "each task's" not in opening.split("###")[0]
+
+
+def test_each_tasks_word_vector_oov_rate_is_in_the_report(tmp_path):
+    """Issue 62 (9): the docs send the user to the report's `word_vector_oov_rate` (tokenized
+    or not), read from each task's `static` cell."""
+    root = make_repo(tmp_path)
+    assert "word_vector_oov_rate" not in report_for(root).markdown  # no cell recorded one
+    write_cell(root, "sst2", "static", [0.70, 0.71, 0.72], word_vector_oov_rate=0.064)
+    write_cell(root, "conll2003", "static", [0.60, 0.62], metric="seqeval_f1", primary="f1",
+               word_vector_oov_rate=0.052)
+    data = section(report_for(root).markdown, "## Data and models")
+    assert ("- task words with no static vector (`word_vector_oov_rate`, on each task's "
+            "evaluated split): sst2 6.4%, conll2003 5.2%.") in data

@@ -6,6 +6,7 @@ import os
 import datasets
 import pytest
 
+from ctxrep.data import readers as R
 from ctxrep.data import registry, sources, tasks
 
 # outputs and DVC, not MLflow: stages run without MLflow runs (tests/conftest.py)
@@ -429,3 +430,35 @@ def test_a_damaged_task_file_is_one_line_naming_it_even_unverified(damage, tiny_
     monkeypatch.setenv("CTXREP_DATA_MIRROR", str(mirror))
     with pytest.raises(DataError, match="stsa.binary.dev|sst2"):
         sources.fetch(tasks.dataset("sst2"), "mirror", {}, tmp_path / "out", verify_sha256=False)
+
+
+def _tagging_spec(mirror=(), read_mirror=None) -> registry.DatasetSpec:
+    from ctxrep.data import schemas as S
+
+    return registry.DatasetSpec(name="pos", kind="tagging", features=S.tagging(["NOUN", "VERB"]),
+                                mirror=mirror, read_mirror=read_mirror)
+
+
+def test_a_reader_yields_tags_as_ids_or_names_of_the_closed_list_and_nothing_else(tmp_path):
+    """The reader contract of docs/adding-a-task.md: a tag is an id into the list the task's
+    features fix in advance, or one of its names; any other is one line naming the list."""
+    rows = [{"tokens": ["dogs", "bark"], "tags": ["NOUN", "VERB"]},
+            {"tokens": ["bark"], "tags": [1]}]
+    dd = sources.to_datasets(_tagging_spec(), {"train": iter(rows)}, 0, "mirror", tmp_path / "a")
+    assert dd["train"]["tags"] == [[0, 1], [1]]
+    for outside in ("ADJ", 2):
+        with pytest.raises(R.DataError, match=r"split 'train' of pos: .*(?i:class label).*S\.tagging"):
+            sources.to_datasets(_tagging_spec(), {"train": iter([{"tokens": ["x"], "tags": [outside]}])},
+                                0, "mirror", tmp_path / str(outside))
+
+
+def test_read_mirror_gets_a_globs_files_sorted_by_path(tmp_path, monkeypatch):
+    """`mirror` globs (glob.glob: `*`, `?`, `[...]`, one folder level) reach `read_mirror` as
+    sorted paths, entry by entry: `file10` before `file2`, as a string sort gives them."""
+    folder = tmp_path / "tasks/pos"
+    folder.mkdir(parents=True)
+    for name in ("b.txt", "a10.txt", "a2.txt", "notes.md"):
+        (folder / name).write_text("x\n")
+    monkeypatch.setenv("CTXREP_DATA_MIRROR", str(tmp_path))
+    files, _ = sources._mirror_files(_tagging_spec(("tasks/pos/notes.md", "tasks/pos/*.txt")))
+    assert [f.name for f in files] == ["notes.md", "a10.txt", "a2.txt", "b.txt"]

@@ -9,6 +9,15 @@ above such a copy, so every experiment lands in the same store and artifact root
 ``MLFLOW_TRACKING_URI`` overrides the store; pointing at an ``mlflow server`` (``http(s)://``)
 the server's own artifact root is used. Telemetry is off.
 
+**A copied or moved checkout.** MLflow stores the artifact root as an absolute path, so the
+``mlflow.db`` of a checkout copied with ``cp -a`` (or moved) still names the original's
+``mlartifacts``. Every stage therefore checks, before it opens a run, that the store of this
+checkout (``<repo root>/mlflow.db``) has its artifact root in this checkout, and if the root is
+another folder's ``mlartifacts`` rewrites it, with the artifact links of the runs and models
+made there, to this checkout's (:func:`follow_checkout`, one warning line): new artifacts never
+land in the other checkout. A store named by ``MLFLOW_TRACKING_URI`` elsewhere, or a root that
+is not an ``mlartifacts`` folder, is left as it is.
+
 **Runs.** Each executed stage opens one run, named after the stage and tagged with the git
 commit (+ dirty flag), the DVC experiment name when set, the hashes of the stage's inputs and
 its params. It is nested under the *pipeline run* of the ``make repro`` / ``dvc exp run`` /
@@ -354,12 +363,76 @@ def close_orphans(client, stage: str | None = None, keep: str | None = None) -> 
 def _experiment_id(mlflow, uri: str, root: Path) -> str:
     """The ``ctxrep`` experiment, created on first use with its artifact root fixed: beside the
     store, never in the working directory (under ``dvc exp run --temp/--queue`` a copy that DVC
-    deletes); on a server, the server's own artifact root."""
+    deletes); on a server, the server's own artifact root. The root of an existing experiment in
+    this checkout's own store is made to follow the checkout (:func:`follow_checkout`)."""
     exp = mlflow.get_experiment_by_name(EXPERIMENT)
     if exp is not None:
+        if own_store(uri, root):
+            follow_checkout(uri, exp.artifact_location, artifact_root(root))
         return exp.experiment_id
-    location = None if is_server(uri) else (root / "mlartifacts").as_uri()
+    location = None if is_server(uri) else artifact_root(root)
     return mlflow.create_experiment(EXPERIMENT, artifact_location=location)
+
+
+ARTIFACTS_DIR = "mlartifacts"
+
+
+def artifact_root(root: Path) -> str:
+    """The artifact root of the store in checkout ``root``: ``<root>/mlartifacts`` as a URI."""
+    return (root / ARTIFACTS_DIR).as_uri()
+
+
+def own_store(uri: str, root: Path) -> bool:
+    """Whether ``uri`` is the SQLite store of checkout ``root`` (``<root>/mlflow.db``), whose
+    artifacts belong in that checkout; a store elsewhere may be shared on purpose."""
+    if not uri.startswith("sqlite:///"):
+        return False
+    return Path(uri.removeprefix("sqlite:///")).resolve() == (root / "mlflow.db").resolve()
+
+
+# Columns that hold artifact locations, per table of MLflow's SQL schema (a table or column that
+# an older schema lacks is skipped).
+LOCATION_COLUMNS = (("runs", "artifact_uri"), ("logged_models", "artifact_location"),
+                    ("model_versions", "storage_location"), ("model_versions", "source"))
+
+
+def follow_checkout(uri: str, current: str, wanted: str) -> bool:
+    """Point the ``ctxrep`` experiment of the SQLite store ``uri`` at ``wanted`` (this
+    checkout's artifact root) when its ``current`` root is another folder's ``mlartifacts``
+    (the store was copied or moved with its checkout), and the artifact links of the runs and
+    models logged there with it, so they read this checkout's copy of the files. Any other root
+    (chosen on purpose: a shared folder, ``s3://``) is left alone. Returns whether it rewrote.
+
+    MLflow offers no call to change an experiment's artifact root, hence SQL; the caller holds
+    the store's lock, so no stage of this checkout writes to it meanwhile."""
+    import sqlite3
+
+    if current == wanted or not current.startswith("file://") \
+            or Path(current.removeprefix("file://")).name != ARTIFACTS_DIR:
+        return False
+    with contextlib.closing(sqlite3.connect(uri.removeprefix("sqlite:///"), timeout=60)) as db:
+        with db:  # one transaction: the store is rewritten whole or not at all
+            db.execute("UPDATE experiments SET artifact_location = ? WHERE name = ? AND "
+                       "artifact_location = ?", (wanted, EXPERIMENT, current))
+            links = sum(_rewrite_prefix(db, table, column, current, wanted)
+                        for table, column in LOCATION_COLUMNS)
+    log.warning("MLflow: this store was made in another checkout (artifact root %s); its "
+                "artifact root is now this checkout's, %s (%d artifact link(s) rewritten)",
+                current, wanted, links)
+    return True
+
+
+def _rewrite_prefix(db, table: str, column: str, old: str, new: str) -> int:
+    """Replace the prefix ``old`` (the whole value, or a folder of it) by ``new`` in ``column``
+    of ``table``; the number of rows changed (0 where the schema has no such column)."""
+    columns = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+    if column not in columns:
+        return 0
+    cursor = db.execute(
+        f"UPDATE {table} SET {column} = ? || substr({column}, ?) "
+        f"WHERE {column} = ? OR substr({column}, 1, ?) = ?",
+        (new, len(old) + 1, old, len(old) + 1, old + "/"))
+    return cursor.rowcount
 
 
 def pipeline_run(client, experiment_id: str, key: str, source: str,

@@ -306,12 +306,23 @@ def to_datasets(spec: DatasetSpec, splits: dict, max_rows: int, location, cache_
             # Surface our reader's message (file and line), not the library's wrapper.
             if isinstance(e.__cause__, R.DataError):
                 raise e.__cause__ from None
+            if isinstance(e.__cause__, ValueError) and "class label" in str(e.__cause__).lower():
+                raise R.DataError(location, label_outside_list(spec, split, e.__cause__)) from None
             raise
     dd = datasets.DatasetDict(dd)
     for split, ds in dd.items():
         if len(ds) == 0:
             raise R.DataError(location, f"split '{split}' of {spec.name} has no rows")
     return dd
+
+
+def label_outside_list(spec: DatasetSpec, split: str, error: ValueError) -> str:
+    """The message for a reader's label or tag that the task's closed list does not hold (or an
+    integer id past its end): ``datasets`` says only "Invalid string class label X"."""
+    return (f"split '{split}' of {spec.name}: {error}: a reader yields a label (or tag) as an "
+            f"integer id into the list its task's features name (S.classification([...]), "
+            f"S.tagging([...])) or as a name of that list; add it to the list in "
+            f"src/ctxrep/data/tasks/{spec.name}.py, or map it in the reader")
 
 
 def fetch(spec: DatasetSpec, source: str, opts: dict, out_dir: Path, max_rows: int = 0,

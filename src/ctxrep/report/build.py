@@ -150,8 +150,8 @@ def ledger_section(inputs: ReportInputs, wall_s: dict[str, float] | None = None)
 def results_section(inputs: ReportInputs) -> str:
     parts = ["## Transfer results", "",
              "Mean ± standard deviation over seeds (number of seeds in parentheses), in percent "
-             "(accuracy / F1 × 100; SQuAD F1 as published). Evaluated on each task's "
-             "validation split. \"—\": not run or not published."]
+             "(accuracy / F1 × 100; SQuAD F1 as published). " + evaluated_splits_sentence(inputs)
+             + "\"—\": not run or not published."]
     for spec in TABLES:
         parts += ["", f"### {spec.title}", "", spec.question, "",
                   results_table(spec, inputs.tasks, inputs.transfer)]
@@ -159,6 +159,31 @@ def results_section(inputs: ReportInputs) -> str:
         if sources:
             parts += ["", "Published numbers:", "", *(f"- {line}" for line in sources)]
     return "\n".join(parts)
+
+
+def evaluated_splits(inputs: ReportInputs) -> dict[str, list[str]]:
+    """split -> the grid tasks evaluated on it, as their cells and baselines record it
+    (``validation`` first): a task without a validation split is evaluated on its ``test``."""
+    by_split: dict[str, list[str]] = {}
+    for task in inputs.tasks:
+        splits = {c.eval_split for c in inputs.transfer.get(task, {}).values()}
+        if "eval_split" in inputs.baselines.get(task, {}):
+            splits.add(inputs.baselines[task]["eval_split"])
+        for split in splits:
+            by_split.setdefault(split, []).append(task)
+    return dict(sorted(by_split.items(), key=lambda item: (item[0] != "validation", item[0])))
+
+
+def evaluated_splits_sentence(inputs: ReportInputs) -> str:
+    """"Evaluated on each task's `validation` split. ", or the split of each task where they
+    differ; nothing where no cell has recorded one."""
+    by_split = evaluated_splits(inputs)
+    if not by_split:
+        return ""
+    if len(by_split) == 1:
+        return f"Evaluated on each task's `{next(iter(by_split))}` split. "
+    return "Evaluated on " + "; ".join(f"the `{split}` split of {', '.join(tasks)}"
+                                       for split, tasks in by_split.items()) + ". "
 
 
 def findings_section(inputs: ReportInputs) -> str:

@@ -176,7 +176,37 @@ def model_lines(inputs: ReportInputs) -> list[str]:
                      f"dimensions from {fmt_int(static.get('train_words'))} training words; "
                      f"{fmt_pct(static, 'heldout_oov_rate')}% of held-out words have no vector "
                      f"(x_k = 0).")
+    if (oov := task_oov_line(inputs)) is not None:
+        lines.append(oov)
     return lines
+
+
+def word_vector_oov_rates(inputs: ReportInputs) -> dict[str, float]:
+    """task -> the share of its evaluated split's words with no static vector
+    (``word_vector_oov_rate``), from its ``static`` cell, else from any cell that read the
+    vectors (the same vectors and split give the same rate)."""
+    rates = {}
+    for task in inputs.tasks:
+        cells = inputs.transfer.get(task, {})
+        ordered = [cells["static"]] if "static" in cells else []
+        ordered += [c for m, c in cells.items() if m != "static"]
+        rate = next((c.word_vector_oov_rate for c in ordered
+                     if c.word_vector_oov_rate is not None), None)
+        if rate is not None:
+            rates[task] = rate
+    return rates
+
+
+def task_oov_line(inputs: ReportInputs) -> str | None:
+    """The line giving each task's ``word_vector_oov_rate``: a few per cent on tokenized text,
+    many more on raw sentences that were not tokenized (docs/adding-a-task.md, step 2); None
+    where no cell recorded one."""
+    rates = word_vector_oov_rates(inputs)
+    if not rates:
+        return None
+    each = ", ".join(f"{task} {100 * rate:.1f}%" for task, rate in rates.items())
+    return (f"- task words with no static vector (`word_vector_oov_rate`, on each task's "
+            f"evaluated split): {each}.")
 
 
 def _published_bert(record: dict, metrics: dict | None) -> str:
