@@ -53,7 +53,7 @@ export DVC_SITE_CACHE_DIR ?= $(abspath .dvc/tmp/site-cache)
 venv: $(STAMP)
 
 # torch==2.13.0 first, with pip: pip takes the CPU wheel on this machine; a GPU user installs the
-# CUDA build of the same version before running make (see README). The other ~210 pinned
+# CUDA build of the same version before running make (docs/setup.md, "GPU"). The other ~210 pinned
 # packages go in with uv, which installs the same lock in under a minute where pip takes ~2.5.
 # --compile-bytecode as pip does: where PYTHONDONTWRITEBYTECODE is set, Python never caches
 # what it compiles, and every stage would recompile mlflow, datasets, dvc... (seconds each).
@@ -85,7 +85,7 @@ export PROFILE SET DVC
 repro: $(STAMP) $(PUBLISHED)/model.safetensors
 	@$(BIN)/ctxrep repro "$$PROFILE"
 
-# The whole suite, pipeline runs included (CI runs it; see README, "Testing"), on TEST_WORKERS
+# The whole suite, pipeline runs included (CI runs it; see docs/testing.md), on TEST_WORKERS
 # pytest-xdist workers: a stage is mostly single-threaded start-up, so two workers use two cores.
 # PYTEST_ARGS adds pytest options, e.g. PYTEST_ARGS="--durations=25" or PYTEST_ARGS="-k share".
 # PYTEST_ARGS reaches pytest through the environment (PYTEST_ADDOPTS, split by pytest, quotes
@@ -107,7 +107,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/bench_tokenize.py
 
-# Experiments with the headline numbers only (see README, "Experiments and tracking"): the
+# Experiments with the headline numbers only (docs/pipeline.md, "Experiments and tracking"): the
 # params but the profile and the hashes of the dependencies dropped (DVC lists them all), the
 # claims' Δ without their CI, the token counts and the out-of-domain perplexities (both in
 # `dvc metrics show`). DVC matches --drop from the start of a column's name (re.match).

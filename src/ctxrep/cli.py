@@ -27,6 +27,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sweep": ("ctxrep.sweep", "a claim's Δ against pretraining tokens, over queued experiments"),
     "recipes": ("ctxrep.recipes", "held-out perplexity against wall-clock time, per "
                 "pretraining recipe (queued experiments)"),
+    "docs": ("ctxrep.docs_blocks", "rewrite the generated blocks of README.md and docs/*.md "
+             "from the committed records (--check: exit 1 naming each that differs)"),
     "timings": ("ctxrep.report.timings", "the compute ledger with each stage's wall time "
                 "(reports/timings/, which DVC does not record)"),
     "perplexity": ("ctxrep.perplexity", "perplexity of a saved biLM (exact, both directions) or "
@@ -103,9 +105,9 @@ def main(argv: list[str] | None = None) -> int:
 # Every subcommand's arguments, checked by one mechanism before the command runs: what each
 # argument (by subcommand and dest) must be. Arguments not listed are argparse's alone (choices,
 # types), or checked by the command where only it knows (a task name, a checkpoint's files).
-FILE_OUT, DIR_OUT, COUNT, FINITE, NONEMPTY, MODEL_DIR = (
+FILE_OUT, DIR_OUT, COUNT, FINITE, NONEMPTY, MODEL_DIR, DIR_IN = (
     "a file to write", "a folder to write into", "a whole number ≥ 1", "a finite number",
-    "a non-empty text", "a saved model's folder (with its config.json)")
+    "a non-empty text", "a saved model's folder (with its config.json)", "an existing folder")
 ARGUMENTS: dict[tuple[str, str], str] = {
     ("compare", "out"): FILE_OUT, ("timings", "out"): FILE_OUT, ("neighbors", "out"): FILE_OUT,
     ("perplexity", "json"): FILE_OUT, ("recipes", "show_json"): FILE_OUT,
@@ -117,6 +119,7 @@ ARGUMENTS: dict[tuple[str, str], str] = {
     ("recipes", "target"): FINITE,
     ("neighbors", "word"): NONEMPTY,
     ("neighbors", "model"): MODEL_DIR, ("perplexity", "model"): MODEL_DIR,
+    ("docs", "root"): DIR_IN,
 }
 
 
@@ -156,6 +159,10 @@ def check_arguments(command: str, parser: argparse.ArgumentParser,
             bad = (None if (path / "config.json").is_file() else
                    "no such model folder" if not path.exists() else
                    "not a folder" if not path.is_dir() else "a folder without config.json")
+        elif rule == DIR_IN:
+            path = Path(value)
+            bad = (None if path.is_dir() else "no such folder" if not path.exists() else
+                   "not a folder")
         if bad:
             raise InputError(f"{flag} {str(value)!r}: {bad}; expected {rule}")
 
