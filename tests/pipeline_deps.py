@@ -1,95 +1,28 @@
-"""What each DVC stage really depends on, derived from the code: its transitive ``ctxrep``
-imports, and the C++ source a reached module compiles. The tests in ``test_dvc_record.py``
-compare this with ``dvc.yaml``."""
+"""What each DVC stage's code dependencies must be, and what they cover.
+
+A stage lists its script's code manifest (``data/code/<script>.json``, written by the stage
+``code``: :mod:`ctxrep.codedeps`) and the task modules it runs: its own task's
+(``src/ctxrep/data/tasks/${item}.py``) when it runs once per task, the whole folder when it
+reads every task. The tests in ``test_dvc_record.py`` compare this with ``dvc.yaml``;
+``python -m tests.pipeline_deps --write`` rewrites those entries from the code."""
 
 from __future__ import annotations
 
-import ast
 import re
 from pathlib import Path
 
 import yaml
 
-PACKAGE = "ctxrep"
-# Packages whose modules are loaded by file path, not imported (evaluate metric modules):
-# importing the package means running any file below it.
-PATH_LOADED = ("metrics",)
-# The task registry imports each task's module by name (ctxrep.data.tasks.get): a stage that
-# reaches it runs the module of every task it reads. A per-task stage (foreach over the task
-# lists, or a matrix over ``task``) reads its own; any other stage, every one.
-TASKS_PACKAGE = f"src/{PACKAGE}/data/tasks"
+from ctxrep import codedeps
+
+CODE_STAGE = "code"  # the stage that writes the manifests: it depends on the code as folders
+CODE_ENTRY = ("stages/", "src/", "data/code/")  # dvc.yaml entries this module owns
 PER_TASK_ITEM = {"${tasks}": "${item}", "${grid.tasks}": "${item}"}
 
 
-def module_file(src: Path, module: str) -> Path | None:
-    """``ctxrep.models.bilm`` → ``src/ctxrep/models/bilm.py`` (or the package ``__init__``)."""
-    base = src.joinpath(*module.split("."))
-    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-        if candidate.exists():
-            return candidate
-    return None
-
-
-def from_base(node: ast.ImportFrom, package: str) -> str:
-    """The absolute module a ``from ... import`` names, its relative dots resolved against
-    ``package`` (the importing module's package)."""
-    base = node.module or ""
-    if node.level:
-        parts = package.split(".")
-        parts = parts[: len(parts) - node.level + 1]
-        base = ".".join(parts + ([base] if base else []))
-    return base
-
-
-def _imported_modules(path: Path, src: Path) -> set[str]:
-    """Every ctxrep module a file imports, at module level or inside a function."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    here = ".".join(path.relative_to(src).with_suffix("").parts) if path.is_relative_to(src) else ""
-    package = here.rsplit(".", 1)[0] if not path.name == "__init__.py" else here.removesuffix(".__init__")
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            base = from_base(node, package)
-            found.add(base)
-            found |= {f"{base}.{a.name}" for a in node.names}  # `from pkg import module`
-    return {m for m in found if m == PACKAGE or m.startswith(PACKAGE + ".")}
-
-
-def transitive_files(entry: Path, src: Path) -> set[Path]:
-    """``entry`` and every ctxrep source file it reaches by imports (packages' ``__init__``
-    included, as Python runs them)."""
-    seen: set[Path] = set()
-    todo = [entry]
-    while todo:
-        path = todo.pop()
-        if path in seen:
-            continue
-        seen.add(path)
-        for module in _imported_modules(path, src):
-            parts = module.split(".")
-            for i in range(1, len(parts) + 1):  # importing a.b.c runs a/__init__, a/b/__init__
-                f = module_file(src, ".".join(parts[:i]))
-                if f is not None and f not in seen:
-                    todo.append(f)
-    for name in PATH_LOADED:
-        folder = src / PACKAGE / name
-        if folder / "__init__.py" in seen:
-            seen |= {p for p in folder.rglob("*.py")}
-    # A module that compiles a native kernel keeps its source beside it (``x.py`` builds ``x.cpp``).
-    seen |= {p.with_suffix(".cpp") for p in seen if p.with_suffix(".cpp").exists()}
-    return seen
-
-
-def entry_points(cmd: str, root: Path) -> list[Path]:
-    """The Python files a stage command starts: ``python stages/x.py``, ``python -m ctxrep.x``
-    (with the stage script it starts: ``python -m ctxrep.launch stages/x.py``) or ``ctxrep <sub>``."""
-    scripts = [root / m for m in re.findall(r"(?:^|\s)(stages/\S+\.py)", cmd)]
-    scripts += [module_file(root / "src", m) for m in re.findall(rf"\bpython\s+-m\s+({PACKAGE}\.\S+)", cmd)]
-    if re.search(r"(^|\s)ctxrep\s", cmd):
-        scripts.append(root / "src" / PACKAGE / "cli.py")
-    return scripts
+def entry_scripts(cmd: str, root: Path) -> list[Path]:
+    """The stage scripts a command starts (``python -m ctxrep.launch stages/x.py …``)."""
+    return [root / m for m in re.findall(r"(?:^|\s)(stages/\S+\.py)", cmd)]
 
 
 def task_item(stage: dict) -> str | None:
@@ -101,37 +34,42 @@ def task_item(stage: dict) -> str | None:
     return None
 
 
-def task_modules(needed: set[str], stage: dict, root: Path) -> set[str]:
-    """The task modules (and what they import) a stage that reaches the task registry runs."""
-    if f"{TASKS_PACKAGE}/__init__.py" not in needed:
-        return set()
-    src = root / "src"
-    modules = sorted(p for p in (root / TASKS_PACKAGE).glob("*.py") if p.name != "__init__.py")
-    imported = {str(f.relative_to(root)) for m in modules for f in transitive_files(m, src)}
-    item = task_item(stage)
-    if item is None:
-        return imported
-    return {f for f in imported if not f.startswith(TASKS_PACKAGE + "/")
-            or f.endswith("/__init__.py")} | {f"{TASKS_PACKAGE}/{item}.py"}
+def _body(stage: dict) -> dict:
+    return stage.get("do", stage)
+
+
+def expected_entries(stage: dict, root: Path) -> list[str]:
+    """The code entries a stage's deps must hold: its scripts' manifests, then its tasks."""
+    body = _body(stage)
+    scripts = entry_scripts(body["cmd"], root)
+    entries = [codedeps.manifest_path(s.name) for s in scripts]
+    if any(codedeps.reaches_tasks(codedeps.script_files(s, root)) for s in scripts):
+        item = task_item(stage)
+        entries.append(f"{codedeps.TASKS_PACKAGE}/{item}.py" if item else codedeps.TASKS_PACKAGE)
+    return entries
 
 
 def code_deps(root: Path) -> dict[str, dict[str, set[str]]]:
-    """stage → {"needed": source files its code runs, "declared": code paths in dvc.yaml}.
-
-    Paths are repo-relative strings; ``declared`` keeps only entries under ``stages/`` and
-    ``src/``. A declared folder covers every file below it."""
-    dvc = yaml.safe_load((root / "dvc.yaml").read_text())
-    src = root / "src"
+    """stage → {"needed": source files its code runs (a per-task stage's own task module
+    written with its template), "declared": the files its code entries in dvc.yaml cover (a
+    manifest covers what its script runs; a folder every file below it)}."""
+    stages = yaml.safe_load((root / "dvc.yaml").read_text())["stages"]
     out = {}
-    for name, stage in dvc["stages"].items():
-        body = stage.get("do", stage)
-        cmd = body["cmd"] if isinstance(body["cmd"], str) else " ".join(body["cmd"])
+    for name, stage in stages.items():
+        if name == CODE_STAGE:
+            continue
+        body = _body(stage)
         needed = set()
-        for entry in entry_points(cmd.replace("${item}", "x"), root):
-            needed |= {str(p.relative_to(root)) for p in transitive_files(entry, src)}
-        needed |= task_modules(needed, stage, root)
-        declared = {d for d in body.get("deps", []) if isinstance(d, str)
-                    and d.startswith(("stages/", "src/"))}
+        for script in entry_scripts(body["cmd"], root):
+            needed |= codedeps.script_files(script, root)
+        needed |= {e for e in expected_entries(stage, root) if e.startswith("src/")}
+        declared = set()
+        for entry in (d for d in body.get("deps", []) if isinstance(d, str)):
+            if entry.startswith("data/code/"):
+                script = root / "stages" / (Path(entry).stem + ".py")
+                declared |= codedeps.script_files(script, root) if script.exists() else set()
+            elif entry.startswith(("stages/", "src/")):
+                declared.add(entry)
         out[name] = {"needed": needed, "declared": declared}
     return out
 
@@ -141,40 +79,29 @@ def covered(path: str, declared: set[str]) -> bool:
 
 
 def code_dep_problems(root: Path) -> list[str]:
-    """Missing code deps (a file the stage runs that dvc.yaml does not list) and stale ones
-    (a listed path the stage never runs), one line each."""
+    """Each stage's code entries in dvc.yaml against :func:`expected_entries`, one line per
+    missing or extra entry; and the stage ``code`` depending on the code folders."""
+    stages = yaml.safe_load((root / "dvc.yaml").read_text())["stages"]
     problems = []
-    for name, deps in code_deps(root).items():
-        for path in sorted(deps["needed"]):
-            if not covered(path, deps["declared"]):
-                problems.append(f"{name}: runs {path}, which its deps do not list")
-        for d in sorted(deps["declared"]):
-            if not any(covered(p, {d}) for p in deps["needed"]):
-                problems.append(f"{name}: lists {d}, which its code never imports")
+    code = stages.get(CODE_STAGE, {})
+    if sorted(code.get("deps", [])) != ["src/ctxrep", "stages"] \
+            or code.get("outs") != [codedeps.CODE_DIR.as_posix()]:
+        problems.append(f"{CODE_STAGE}: must depend on src/ctxrep and stages, and write data/code")
+    for name, stage in stages.items():
+        if name == CODE_STAGE:
+            continue
+        listed = [d for d in _body(stage).get("deps", []) if isinstance(d, str)
+                  and d.startswith(CODE_ENTRY)]
+        wanted = expected_entries(stage, root)
+        problems += [f"{name}: does not list {e}" for e in wanted if e not in listed]
+        problems += [f"{name}: lists {e}, which its code does not need" for e in listed
+                     if e not in wanted]
     return problems
 
 
-def minimal_cover(needed: set[str], root: Path) -> list[str]:
-    """The shortest list of paths covering ``needed``: a folder when every source file in it
-    is needed, else the files. What to paste into a stage's deps (``python -m
-    tests.pipeline_deps``)."""
-    files = {p for p in needed if "${" not in p}
-    out = sorted(needed - files)  # a per-task module, as its stage's template names it
-    for folder in sorted({str(Path(p).parent) for p in files}, key=lambda s: s.count("/")):
-        if not any(f.startswith(folder + "/") for f in files) or folder in ("src", "stages"):
-            continue
-        if folder == "src/ctxrep":
-            continue
-        every = {str(p.relative_to(root)) for p in (root / folder).rglob("*.py")}
-        if every and every <= files:
-            out.append(folder)
-            files -= every
-    return sorted(out + sorted(files))
-
-
 def write_code_deps(root: Path) -> None:
-    """Rewrite the code entries (``stages/``, ``src/``) of every stage's deps in dvc.yaml from
-    the imports, keeping comments, order and every other entry (ruamel round trip)."""
+    """Rewrite the code entries of every stage's deps in dvc.yaml (first, in the order of
+    :func:`expected_entries`), keeping comments, order and every other entry (ruamel)."""
     from ruamel.yaml import YAML
 
     yaml_rt = YAML()
@@ -183,12 +110,13 @@ def write_code_deps(root: Path) -> None:
     yaml_rt.indent(mapping=2, sequence=4, offset=2)
     path = root / "dvc.yaml"
     doc = yaml_rt.load(path.read_text())
-    for name, deps in code_deps(root).items():
-        body = doc["stages"][name].get("do", doc["stages"][name])
-        others = [d for d in body["deps"]
-                  if not (isinstance(d, str) and d.startswith(("stages/", "src/")))]
+    for name, stage in doc["stages"].items():
+        if name == CODE_STAGE:
+            continue
+        body = _body(stage)
+        others = [d for d in body["deps"] if not (isinstance(d, str) and d.startswith(CODE_ENTRY))]
         body["deps"].clear()
-        body["deps"].extend(minimal_cover(deps["needed"], root) + others)
+        body["deps"].extend(expected_entries(stage, root) + others)
     with open(path, "w") as f:
         yaml_rt.dump(doc, f)
 
@@ -199,6 +127,6 @@ if __name__ == "__main__":  # python -m tests.pipeline_deps [--write]
     here = Path.cwd()
     if sys.argv[1:] == ["--write"]:
         write_code_deps(here)
-        print("dvc.yaml: code deps rewritten from the imports")
+        print("dvc.yaml: code deps rewritten from the code")
     for line in code_dep_problems(here):
         print(line)

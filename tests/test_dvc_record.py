@@ -39,20 +39,44 @@ def test_code_deps_match_the_imports():
     assert code_dep_problems(REPO) == []
 
 
-def test_a_new_import_that_dvc_yaml_does_not_list_is_caught(tmp_path):
+def test_a_new_import_changes_the_manifest_of_exactly_the_scripts_that_run_it(tmp_path):
+    """A stage's code dep is its script's manifest (ctxrep.codedeps): an import added to a
+    stage script, or a lazy one inside a library function, enters the manifests of exactly the
+    scripts that reach it, so DVC reruns those stages and no other."""
+    from ctxrep import codedeps
+
     shutil.copy2(REPO / "dvc.yaml", tmp_path / "dvc.yaml")
     shutil.copytree(REPO / "stages", tmp_path / "stages")
     shutil.copytree(REPO / "src", tmp_path / "src", ignore=shutil.ignore_patterns("*.egg-info"))
-    assert code_dep_problems(tmp_path) == []
+    scripts = sorted((tmp_path / "stages").glob("*.py"))
+    before = {s.stem: codedeps.manifest(s, tmp_path) for s in scripts}
+    assert "src/ctxrep/neighbors.py" not in before["probe"]
     probe = tmp_path / "stages/probe.py"
     probe.write_text(probe.read_text() + "\nfrom ctxrep import neighbors  # noqa\n")
-    problems = code_dep_problems(tmp_path)
-    assert "probe: runs src/ctxrep/neighbors.py, which its deps do not list" in problems
-    # a lazy import inside a library function counts too
     feats = tmp_path / "src/ctxrep/transfer/features.py"
     feats.write_text(feats.read_text() + "\n\ndef _late():\n    import ctxrep.report.plots\n")
-    assert any(p.startswith("transfer: runs src/ctxrep/report/plots.py")
-               for p in code_dep_problems(tmp_path))
+    after = {s.stem: codedeps.manifest(s, tmp_path) for s in scripts}
+    assert "src/ctxrep/neighbors.py" in after["probe"]
+    changed = sorted(name for name in before if before[name] != after[name])
+    reach_features = sorted(name for name in before if "src/ctxrep/transfer/features.py" in before[name])
+    assert changed == sorted({"probe", *reach_features})
+    assert all("src/ctxrep/report/plots.py" in after[name] for name in reach_features)
+    assert "report" not in changed or "src/ctxrep/transfer/features.py" in before["report"]
+    assert code_dep_problems(tmp_path) == []  # dvc.yaml itself needs no edit
+
+
+def test_the_code_stage_writes_one_manifest_per_script_and_its_bytes_are_stable(tmp_path):
+    from ctxrep import codedeps
+
+    out = tmp_path / "code"
+    written = codedeps.write_manifests(out, REPO)
+    assert [p.stem for p in written] == sorted(p.stem for p in (REPO / "stages").glob("*.py"))
+    first = {p.name: p.read_bytes() for p in written}
+    codedeps.write_manifests(out, REPO)  # a second run replaces the folder with the same bytes
+    assert {p.name: p.read_bytes() for p in sorted(out.glob("*.json"))} == first
+    bilm = json.loads((out / "pretrain_bilm.json").read_text())
+    assert "src/ctxrep/launch.py" in bilm and "stages/pretrain_bilm.py" in bilm
+    assert not [p for p in bilm if codedeps.is_task_module(p)]  # listed per stage in dvc.yaml
 
 
 def test_no_stage_runs_the_verify_commands_repair_code():
@@ -89,13 +113,16 @@ def test_editing_fine_tuning_code_reruns_no_feature_based_cell():
 def test_the_cpp_source_of_a_compiled_kernel_is_a_dep_of_every_stage_that_runs_it(tmp_path):
     # ctxrep.models.lstmp_cpu compiles lstmp_cpu.cpp at run time: editing the C++ changes what
     # pretrain_bilm computes, so DVC must see it.
-    assert "src/ctxrep/models/lstmp_cpu.cpp" in yaml.safe_load((REPO / "dvc.yaml").read_text())[
-        "stages"]["pretrain_bilm"]["deps"]
-    shutil.copy2(REPO / "dvc.yaml", tmp_path / "dvc.yaml")
+    from ctxrep import codedeps
+
+    assert "src/ctxrep/models/lstmp_cpu.cpp" in codedeps.script_files(
+        REPO / "stages/pretrain_bilm.py", REPO)
     shutil.copytree(REPO / "stages", tmp_path / "stages")
     shutil.copytree(REPO / "src", tmp_path / "src", ignore=shutil.ignore_patterns("*.egg-info"))
     (tmp_path / "src/ctxrep/neighbors.cpp").write_text("// a kernel beside a module\n")
-    assert "neighbors: runs src/ctxrep/neighbors.cpp, which its deps do not list" in code_dep_problems(tmp_path)
+    assert "src/ctxrep/neighbors.cpp" in codedeps.script_files(tmp_path / "stages/neighbors.py",
+                                                              tmp_path)
+
 
 def test_every_declared_param_exists_in_params_yaml():
     params = yaml.safe_load((REPO / "params.yaml").read_text())

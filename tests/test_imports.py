@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.pipeline_deps import from_base
+from ctxrep.codedeps import absolute_module
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = "ctxrep"
@@ -51,7 +51,7 @@ def imported_modules(name: str, path: Path, known: dict) -> set[str]:
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            base = from_base(node, package)
+            base = absolute_module(node, package)
             # `from a import b`: the submodule a.b if there is one, else a name in a
             targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base
                        for alias in node.names]

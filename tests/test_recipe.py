@@ -385,8 +385,9 @@ def test_adding_a_task_to_a_finished_run_reruns_only_what_reads_it(tiny_run, tin
     env = {**src_env(repo), "CTXREP_DATA_MIRROR": str(mirror)}
 
     # What DVC would rerun: the new task's stages (those whose inputs do not exist yet it lists
-    # once they do) and the ones that read every grid task; nothing else.
-    reads_it = {"locate_data", "fetch_tasks@cola", "baseline@cola", "report",
+    # once they do) and the ones that read every grid task; nothing else (`code` reads the new
+    # module and finds every stage script's manifest unchanged).
+    reads_it = {"code", "locate_data", "fetch_tasks@cola", "baseline@cola", "report",
                 *(f"extract@{f}" for f in ("bilm", "bert", "bilm-random", "bert-random")),
                 *(f"probe@{m}" for m in ("bilm", "bert")),
                 *(f"transfer@cola-{m}" for m in params["grid"]["feature_based"]),
@@ -399,7 +400,7 @@ def test_adding_a_task_to_a_finished_run_reruns_only_what_reads_it(tiny_run, tin
     before = {task: tree_hash(features / task) for task in ("sst2", "ud_pos")}
     ran = dvc(repo, "repro", "extract@bilm-random", env=env)
     assert re.findall(r"Running stage '([^']+)'", ran) == [
-        "locate_data", "fetch_tasks@cola", "extract@bilm-random"], ran
+        "code", "locate_data", "fetch_tasks@cola", "extract@bilm-random"], ran
     assert {task: tree_hash(features / task) for task in before} == before
     assert (features / "cola/meta.json").exists()
     stale_after = set(json.loads(dvc(repo, "status", "--json", env=env)))

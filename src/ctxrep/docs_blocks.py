@@ -369,11 +369,11 @@ def find_blocks(lines: list[str], where: str) -> list[Block]:
         m = MARKER.match(line.strip())
         if not m:
             continue
-        kind, name = m.groups()
+        marker, name = m.groups()
         at = f"{where}:{i + 1}"
         if name not in BLOCKS:
             raise InputError(f"{at}: unknown block {name!r}; known: {', '.join(BLOCKS)}")
-        if kind == "begin":
+        if marker == "begin":
             if open_at is not None:
                 raise InputError(f"{at}: block {name!r} begins inside block {open_at[0]!r}")
             open_at = (name, i)

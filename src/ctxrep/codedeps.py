@@ -1,0 +1,177 @@
+"""The code each stage script runs, as DVC dependencies: one small manifest per script.
+
+A stage depends on every source file its code runs, so that DVC reruns it when one changes and
+on nothing else, so that editing one stage's code leaves the others up to date. Listing those
+files in ``dvc.yaml`` gave every stage ~40 code entries (~800 lines of ``dvc.yaml``, ~1,400
+entries of ``dvc.lock``, which DVC reads and rewrites whole after every stage). Instead the
+first stage, ``code``, depends on ``src/ctxrep`` and ``stages`` as folders and writes
+``data/code/<script>.json``: for each ``stages/<script>.py``, the sha256 of every file it runs.
+Each stage depends on its script's manifest, which changes exactly when one of those files
+does: DVC reruns the same stages as before, from one dependency entry each.
+
+What a script runs, read from the source (:func:`script_files`): the script, the launcher every
+stage starts through (:mod:`ctxrep.launch`), and every ``ctxrep`` module they import,
+transitively, at module level or inside a function; packages whose modules are loaded by path
+(:data:`PATH_LOADED`) whole; the C++ source beside a module that compiles it; and, when the
+code reaches the task registry, what the task modules import. The task modules themselves are
+not in a manifest: a stage that runs once per task lists its own task's module in ``dvc.yaml``
+(``src/ctxrep/data/tasks/${item}.py``), any other stage that reads tasks the whole folder, so a
+task added to the run reruns only what reads it.
+
+The stage is ``stages/code.py``; ``python -m ctxrep.codedeps OUT`` writes the same manifests
+anywhere, outside the pipeline.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+PACKAGE = "ctxrep"
+LAUNCHER = f"src/{PACKAGE}/launch.py"  # every stage starts through it (dvc.yaml's cmd)
+# Packages whose modules are loaded by file path, not imported (evaluate metric modules):
+# importing the package means running any file below it.
+PATH_LOADED = ("metrics",)
+# The task registry imports each task's module by name (ctxrep.data.tasks.get).
+TASKS_PACKAGE = f"src/{PACKAGE}/data/tasks"
+CODE_DIR = Path("data/code")  # the stage `code`'s output: <script>.json per stage script
+
+
+def module_file(src: Path, module: str) -> Path | None:
+    """``ctxrep.models.bilm`` → ``src/ctxrep/models/bilm.py`` (or the package ``__init__``)."""
+    base = src.joinpath(*module.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def absolute_module(node: ast.ImportFrom, package: str) -> str:
+    """The module a ``from ... import`` names, its leading dots resolved against ``package``."""
+    base = node.module or ""
+    if node.level:
+        parts = package.split(".")
+        parts = parts[: len(parts) - node.level + 1]
+        base = ".".join(parts + ([base] if base else []))
+    return base
+
+
+def imported_modules(path: Path, src: Path) -> set[str]:
+    """Every ``ctxrep`` module a file imports, at module level or inside a function."""
+    stat = path.stat()
+    return set(_imported_modules(path, src, stat.st_mtime_ns, stat.st_size))
+
+
+@functools.lru_cache(maxsize=None)  # each file parsed once per version (its mtime and size)
+def _imported_modules(path: Path, src: Path, _mtime_ns: int, _size: int) -> frozenset[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    here = ".".join(path.relative_to(src).with_suffix("").parts) if path.is_relative_to(src) else ""
+    package = here.removesuffix(".__init__") if path.name == "__init__.py" else here.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = absolute_module(node, package)
+            found.add(base)
+            found |= {f"{base}.{a.name}" for a in node.names}  # `from pkg import module`
+    return frozenset(m for m in found if m == PACKAGE or m.startswith(PACKAGE + "."))
+
+
+def transitive_files(entry: Path, src: Path) -> set[Path]:
+    """``entry`` and every ctxrep source file it reaches by imports (packages' ``__init__``
+    included, as Python runs them), path-loaded packages whole, and the C++ source a reached
+    module compiles (``x.py`` builds ``x.cpp`` beside it)."""
+    seen: set[Path] = set()
+    todo = [entry]
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        for module in imported_modules(path, src):
+            parts = module.split(".")
+            for i in range(1, len(parts) + 1):  # importing a.b.c runs a/__init__, a/b/__init__
+                f = module_file(src, ".".join(parts[:i]))
+                if f is not None and f not in seen:
+                    todo.append(f)
+    for name in PATH_LOADED:
+        folder = src / PACKAGE / name
+        if folder / "__init__.py" in seen:
+            seen |= set(folder.rglob("*.py"))
+    seen |= {p.with_suffix(".cpp") for p in seen if p.with_suffix(".cpp").exists()}
+    return seen
+
+
+def is_task_module(path: str) -> bool:
+    """A task's own module (listed per stage in dvc.yaml, never in a manifest)."""
+    return path.startswith(TASKS_PACKAGE + "/") and not path.endswith("/__init__.py")
+
+
+def reaches_tasks(files: set[str]) -> bool:
+    """Whether code running ``files`` reaches the task registry (and so runs task modules)."""
+    return f"{TASKS_PACKAGE}/__init__.py" in files
+
+
+def script_files(script: Path, root: Path) -> set[str]:
+    """Repo-relative paths of every source file ``stages/<script>.py`` runs, started through
+    the launcher, but the task modules (see the module docstring)."""
+    src = root / "src"
+    files = transitive_files(script, src) | transitive_files(root / LAUNCHER, src)
+    paths = {str(p.relative_to(root)) for p in files}
+    if reaches_tasks(paths):
+        for module in sorted((root / TASKS_PACKAGE).glob("*.py")):
+            paths |= {str(p.relative_to(root)) for p in transitive_files(module, src)}
+    return {p for p in paths if not is_task_module(p)}
+
+
+def manifest(script: Path, root: Path) -> dict[str, str]:
+    """``{path: sha256}`` of the files :func:`script_files` names, sorted by path."""
+    return {path: hashlib.sha256((root / path).read_bytes()).hexdigest()
+            for path in sorted(script_files(script, root))}
+
+
+def manifest_path(script: str) -> str:
+    """Where the ``code`` stage writes the manifest of ``stages/<script>.py``."""
+    return (CODE_DIR / f"{Path(script).stem}.json").as_posix()
+
+
+def write_manifests(out: Path, root: Path = Path(".")) -> list[Path]:
+    """``out/<script>.json`` for every ``stages/*.py``, written whole into a sibling folder
+    that then replaces ``out``; returns the manifests written."""
+    import shutil
+    import tempfile
+
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        for script in sorted((root / "stages").glob("*.py")):
+            text = json.dumps(manifest(script, root), indent=1) + "\n"
+            (staging / f"{script.stem}.json").write_text(text, encoding="utf-8")
+        staging.chmod(0o755)
+        if out.exists():
+            shutil.rmtree(out)
+        staging.rename(out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return sorted(out.glob("*.json"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m ctxrep.codedeps OUT_DIR", file=sys.stderr)
+        return 2
+    written = write_manifests(Path(args[0]))
+    print(f"[code] {len(written)} manifests in {args[0]}: the source files each stage script runs")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
