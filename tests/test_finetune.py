@@ -306,19 +306,26 @@ def test_same_seed_same_result_other_seed_differs(model_dir, tmp_path):
 
 
 def test_killed_run_resumes_to_the_same_result(model_dir, tmp_path, monkeypatch):
-    def three_epochs():
-        return finetune(model_dir, tmp_path, "classification", "accuracy", classification_set(), epochs=3)
+    def three_epochs():  # a dev evaluation each epoch (3 steps), a checkpoint every second one
+        return finetune(model_dir, tmp_path, "classification", "accuracy", classification_set(),
+                        epochs=3, checkpoint_evals=2)
 
     uninterrupted = three_epochs()
 
     real_batch = FinetuneObjective.batch
 
-    def crash_at_step_7(self, indices, step):
-        if step == 7:
-            raise KeyboardInterrupt("killed")
-        return real_batch(self, indices, step)
+    def crash_at(at):
+        def batch(self, indices, step):
+            if step == at:
+                raise KeyboardInterrupt("killed")
+            return real_batch(self, indices, step)
+        return batch
 
-    monkeypatch.setattr(FinetuneObjective, "batch", crash_at_step_7)
+    monkeypatch.setattr(FinetuneObjective, "batch", crash_at(4))
+    with pytest.raises(KeyboardInterrupt):
+        three_epochs()
+    assert not list((tmp_path / "ckpt-0").glob("step-*"))  # evaluated at step 3, no checkpoint
+    monkeypatch.setattr(FinetuneObjective, "batch", crash_at(7))
     with pytest.raises(KeyboardInterrupt):
         three_epochs()
     assert (tmp_path / "ckpt-0" / "step-00000006").is_dir()  # saved after epoch 2 (3 steps/epoch)

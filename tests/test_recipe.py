@@ -1,10 +1,11 @@
 """README "Adding a task", performed as written, in a scratch copy of the repo.
 
-Four GLUE-style tasks the project has never seen, one of each kind, in their published
-layouts: CoLA (classification, headerless TSV), MRPC (pair classification, a TSV with a header
-row behind a UTF-8 byte-order mark and CRLF line ends), a chunking task (tagging, in a
-``word/TAG`` format no reader handles yet, so the test writes one), and STS-B (regression,
-float scores), and TREC (question classification, published as train/test only: it keeps its test
+Five tasks the project has never seen, one of each kind, in published layouts: CoLA
+(classification, published as one file per label with no split, as MR's rt-polarity is: the
+reader assigns the split by a hash of the text), MRPC (pair classification, a TSV with a header
+row behind a UTF-8 byte-order mark and CRLF line ends), a chunking task (tagging, one document a
+file in a ``word/TAG`` format no reader handles yet, read through a glob of many files and split
+by file name, so the test writes the reader), and STS-B (regression, float scores), and TREC (question classification, published as train/test only: it keeps its test
 file as ``test``, and its labels are drawn apart from the text, 1 in 24 not the majority, so
 every classifier predicts one class: the claim ``elmo`` − ``static`` on it compares two
 degenerate cells and its row must say so). For each the test does what the README says a user
@@ -50,12 +51,33 @@ SHA256 = {}  # `ctxrep pin <task>` writes the pins here
 '''
 MODULES = {
     "cola": HEAD + '''
+import hashlib
+
+from ctxrep.data.readers import read_lines
+
+LABELS = ["unacceptable", "acceptable"]
+
+
+def held_out(text):
+    """A fixed rule of the example itself (never a draw of the run): 1 in 4 to validation."""
+    return hashlib.sha256(text.encode()).digest()[0] % 4 == 0
+
+
+def one_file_per_label(paths, stats, opts):
+    """``unacceptable.txt`` and ``acceptable.txt`` (the ``mirror`` order: label ids), one
+    sentence a line, no split: each sentence goes to its split by a hash of its text."""
+    def split(wanted):
+        for label, path in enumerate(paths):
+            for _, line in read_lines(path, stats):
+                if line.strip() and held_out(line) == (wanted == "validation"):
+                    yield {"text": line.strip(), "label": label}
+    return {"train": split("train"), "validation": split("validation")}
+
+
 SPEC = DatasetSpec(
-    name="cola", kind="classification",
-    features=S.classification(["unacceptable", "acceptable"]),
-    mirror=("tasks/cola/train.tsv", "tasks/cola/dev.tsv"),
-    read_mirror=one_file_per_split({"train": 0, "validation": 1}, lambda p, s: R.tsv_headerless(
-        p, s, 4, text=3, label=1, labels=["0", "1"], tokenize=True)),
+    name="cola", kind="classification", features=S.classification(LABELS),
+    mirror=("tasks/cola/unacceptable.txt", "tasks/cola/acceptable.txt"),
+    read_mirror=one_file_per_label,
     hub=HubSource("nyu-mll/glue", "cola", splits={"train": "train", "validation": "validation"},
                   columns={"text": "sentence", "label": "label"}),
     metrics=("matthews_correlation", "accuracy"), description="CoLA acceptability",
@@ -91,10 +113,20 @@ def slash_tagged(path, stats):
         yield {"tokens": tokens, "tags": ids}
 
 
+def by_file_name(paths, stats, opts):
+    """One document a file, ``wsj_NNNN.txt`` (the glob's matches, sorted by path): the files
+    numbered 0 mod 4 are the validation split, the others train."""
+    def split(wanted):
+        for path in paths:
+            if (int(path.stem.rpartition("_")[2]) % 4 == 0) == (wanted == "validation"):
+                yield from slash_tagged(path, stats)
+    return {"train": split("train"), "validation": split("validation")}
+
+
 SPEC = DatasetSpec(
     name="chunk", kind="tagging", features=S.tagging(TAGS),
-    mirror=("tasks/chunk/train.txt", "tasks/chunk/test.txt"),
-    read_mirror=one_file_per_split({"train": 0, "validation": 1}, slash_tagged),
+    mirror=("tasks/chunk/wsj_*.txt",),
+    read_mirror=by_file_name,
     metrics=("seqeval_f1", "token_accuracy"), description="NP/VP chunking", sha256=SHA256)
 ''',
     "stsb": HEAD + '''
@@ -149,10 +181,12 @@ def publish(mirror, seed: int = 0) -> None:
         data = text.replace("\n", "\r\n") if crlf else text
         path.write_bytes((b"\xef\xbb\xbf" if bom else b"") + data.encode())
 
+    per_label = {0: [], 1: []}
+    chunk_docs = []
     for name, n in (("train", 48), ("dev", 24)):
         sentences = [make_sentence(rng) for _ in range(n)]
-        write(f"tasks/cola/{name}.tsv", "".join(
-            f"gj04\t{int(s.endswith('.'))}\t\t{s}\n" for s in sentences))
+        for s in sentences:
+            per_label[int(s.endswith("."))].append(s)
         write(f"tasks/stsb/{name}.tsv", "index\tgenre\tfilename\tyear\told_index\tsource1\t"
               "source2\tsentence1\tsentence2\tscore\n" + "".join(
                   f"{i}\tmain-captions\tMSRvid\t2012test\t{i}\tnone\tnone\t{a}\t{b}\t"
@@ -163,7 +197,7 @@ def publish(mirror, seed: int = 0) -> None:
             words = s.rstrip(".!").split()
             tags = ["B-NP", "I-NP", "I-NP", "B-VP", "B-NP", "I-NP"] + ["O", "B-NP", "I-NP", "I-NP"]
             chunks.append(" ".join(f"{w}/{t}" for w, t in zip(words, tags)))
-        write(f"tasks/chunk/{'train' if name == 'train' else 'test'}.txt", "\n".join(chunks) + "\n")
+        chunk_docs += chunks
         seconds = [b if rng.random() < 0.5 else a
                    for a, b in zip(sentences, sentences[1:] + sentences[:1])]
         mrpc = "".join(f"{int(a == b)}\t{i}\t{i + 1}\t{a}\t{b}\n"
@@ -173,6 +207,10 @@ def publish(mirror, seed: int = 0) -> None:
         labels = ["HUM:ind" if i % 24 == 5 else "DESC:manner" for i in range(n)]
         write(f"tasks/trec/{'train_5500' if name == 'train' else 'TREC_10'}.label", "".join(
             f"{label} {s}\n" for label, s in zip(labels, sentences)))
+    for label, name in enumerate(("unacceptable", "acceptable")):  # one file per label
+        write(f"tasks/cola/{name}.txt", "".join(f"{s}\n" for s in per_label[label]))
+    for i in range(0, len(chunk_docs), 3):  # a glob of many files: three sentences a document
+        write(f"tasks/chunk/wsj_{i // 3:04d}.txt", "\n".join(chunk_docs[i:i + 3]) + "\n")
 
 
 def add_to_config(repo, names=NEW_TASKS, grids=()) -> None:

@@ -302,7 +302,8 @@ def run_finetune(data: CellData, model_dir: Path, pretrained: bool, p: FinetuneT
     loop_config = LoopConfig(steps=p.steps, lr=p.lr, optimizer="adamw",
                              weight_decay=p.weight_decay, warmup_fraction=p.warmup_fraction,
                              schedule="linear", grad_clip=p.grad_clip, grad_accum=1,
-                             eval_every=p.eval_every, checkpoint_every=p.eval_every,
+                             eval_every=p.eval_every,
+                             checkpoint_every=p.eval_every * p.checkpoint_evals,
                              log_every=max(1, p.eval_every // 4), seed=seed,
                              compile=p.compile, precision=p.precision)
     encoded = EncodedSplits(task, train_features, dev_features, dev_set,
