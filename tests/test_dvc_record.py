@@ -21,7 +21,7 @@ import yaml
 
 from ctxrep import config
 from ctxrep.training.curves import is_point
-from tests.conftest import REPO, copy_run, tree_hash
+from tests.conftest import REPO, copy_run, scratch_repo, tree_hash
 from tests.pipeline_deps import code_dep_problems, code_deps, covered
 
 # Files in the workspace that no stage declares: the project itself, DVC's and git's own,
@@ -77,6 +77,29 @@ def test_the_code_stage_writes_one_manifest_per_script_and_its_bytes_are_stable(
     bilm = json.loads((out / "pretrain_bilm.json").read_text())
     assert "src/ctxrep/launch.py" in bilm and "stages/pretrain_bilm.py" in bilm
     assert not [p for p in bilm if codedeps.is_task_module(p)]  # listed per stage in dvc.yaml
+
+
+def test_a_stage_whose_code_changed_after_its_manifest_refuses_to_run(tmp_path, monkeypatch):
+    """`dvc repro --single-item <stage>` skips the stage `code`: a stage must then refuse to run
+    code other than what its manifest (which DVC records) says, naming the file."""
+    from ctxrep import codedeps
+    from ctxrep.errors import InputError
+    from ctxrep.lockfile import verify_stage_inputs
+
+    repo = scratch_repo(tmp_path, "tiny", copy_src=True)
+    codedeps.write_manifests(repo / codedeps.CODE_DIR, repo)
+    monkeypatch.setenv("DVC_STAGE", "baseline@sst2")
+    assert codedeps.changed_since(repo / "data/code/baseline.json", repo) == []
+    verify_stage_inputs("baseline@sst2", repo)  # the manifest describes the code: no error
+    edited = repo / "src/ctxrep/transfer/baseline_cell.py"
+    edited.write_text(edited.read_text() + "\n# an edit after `code` ran\n")
+    assert codedeps.changed_since(repo / "data/code/baseline.json", repo) == [
+        "src/ctxrep/transfer/baseline_cell.py"]
+    with pytest.raises(InputError, match=r"baseline@sst2: its code changed since stage `code` "
+                                         r"wrote data/code/baseline.json \(src/ctxrep/transfer/"
+                                         r"baseline_cell.py\)"):
+        verify_stage_inputs("baseline@sst2", repo)
+    assert codedeps.changed_since(repo / "data/code/fetch_task.json", repo) == []  # not its code
 
 
 def test_no_stage_runs_the_verify_commands_repair_code():

@@ -5,15 +5,15 @@ Five tasks the project has never seen, one of each kind, in published layouts: C
 reader assigns the split by a hash of the text), MRPC (pair classification, a TSV with a header
 row behind a UTF-8 byte-order mark and CRLF line ends), a chunking task (tagging, one document a
 file in a ``word/TAG`` format no reader handles yet, read through a glob of many files and split
-by file name, so the test writes the reader), and STS-B (regression, float scores), and TREC (question classification, published as train/test only: it keeps its test
-file as ``test``, and its labels are drawn apart from the text, 1 in 24 not the majority, so
-every classifier predicts one class: the claim ``elmo`` − ``static`` on it compares two
-degenerate cells and its row must say so). For each the test does what the README says a user
-does: put the files under
-the mirror, add a registry entry (and the reader), ``ctxrep pin``, ``ctxrep fixture``, add the
-task to ``tasks:`` and ``grid.tasks`` in ``conf/config.yaml``; then it runs the stages the new
-cells need on the tiny profile (fetch, extract, baselines, transfer with one method and one
-seed, report) and reads the report.
+by file name, so the test writes the reader), STS-B (regression, float scores), and TREC
+(question classification, published as train/test only: it keeps its test file as ``test``, and
+its labels are drawn apart from the text, 1 in 24 not the majority, so every classifier predicts
+one class: the claim ``elmo`` − ``static`` on it compares two degenerate cells and its row must
+say so). For each the test does what the README says a user does: put the files under the
+mirror, add a registry entry (and the reader), ``ctxrep pin``, ``ctxrep fixture``, add the task
+to ``tasks:`` and ``grid.tasks`` in ``conf/config.yaml``; then it runs the stages the new cells
+need on the tiny profile (fetch, extract, baselines, transfer with one method and one seed,
+report) and reads the report.
 
 The word vectors are the session's tiny run's (``tiny_run``); the stages run
 as `dvc exp run` runs them (``python stages/<stage>.py``), with the scratch copy's own package.

@@ -102,9 +102,17 @@ def transitive_files(entry: Path, src: Path) -> set[Path]:
     for name in PATH_LOADED:
         folder = src / PACKAGE / name
         if folder / "__init__.py" in seen:
-            seen |= set(folder.rglob("*.py"))
+            seen |= set(sources(folder, recursive=True))
     seen |= {p.with_suffix(".cpp") for p in seen if p.with_suffix(".cpp").exists()}
     return seen
+
+
+def sources(folder: Path, recursive: bool = False) -> list[Path]:
+    """The ``.py`` files of ``folder`` (and below it), sorted, but hidden ones: an editor's lock
+    link (``.#x.py``) or backup is not code a stage runs."""
+    found = folder.rglob("*.py") if recursive else folder.glob("*.py")
+    return sorted(p for p in found if not any(part.startswith(".")
+                                               for part in p.relative_to(folder).parts))
 
 
 def is_task_module(path: str) -> bool:
@@ -124,7 +132,7 @@ def script_files(script: Path, root: Path) -> set[str]:
     files = transitive_files(script, src) | transitive_files(root / LAUNCHER, src)
     paths = {str(p.relative_to(root)) for p in files}
     if reaches_tasks(paths):
-        for module in sorted((root / TASKS_PACKAGE).glob("*.py")):
+        for module in sources(root / TASKS_PACKAGE):
             paths |= {str(p.relative_to(root)) for p in transitive_files(module, src)}
     return {p for p in paths if not is_task_module(p)}
 
@@ -142,25 +150,44 @@ def manifest_path(script: str) -> str:
 
 def write_manifests(out: Path, root: Path = Path(".")) -> list[Path]:
     """``out/<script>.json`` for every ``stages/*.py``, written whole into a sibling folder
-    that then replaces ``out``; returns the manifests written."""
+    that then takes ``out``'s place; returns the manifests written."""
     import shutil
     import tempfile
 
-    out = Path(out)
+    out, scripts = Path(out), sources(Path(root) / "stages")
+    if not scripts:
+        raise FileNotFoundError(f"no stage scripts in {Path(root) / 'stages'}: run it from the "
+                                f"repository's root")
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    old = staging.with_name(staging.name + ".old")
     try:
-        for script in sorted((root / "stages").glob("*.py")):
+        for script in scripts:
             text = json.dumps(manifest(script, root), indent=1) + "\n"
             (staging / f"{script.stem}.json").write_text(text, encoding="utf-8")
         staging.chmod(0o755)
         if out.exists():
-            shutil.rmtree(out)
+            out.rename(old)  # aside, so that `out` is always whole: the old folder or the new
         staging.rename(out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
+        if old.exists() and not out.exists():
+            old.rename(out)
         raise
+    shutil.rmtree(old, ignore_errors=True)
     return sorted(out.glob("*.json"))
+
+
+def changed_since(manifest_file: Path, root: Path = Path(".")) -> list[str]:
+    """The files whose bytes differ from what ``manifest_file`` (``data/code/<script>.json``)
+    records, or that the script runs now and did not then, or no longer runs: empty when the
+    manifest still describes the code. A stage checks its own before it starts (DVC records
+    the manifest, so a stage must never run code other than what it says)."""
+    root = Path(root)
+    recorded = json.loads(Path(manifest_file).read_text(encoding="utf-8"))
+    current = manifest(root / "stages" / f"{Path(manifest_file).stem}.py", root)
+    return sorted(path for path in recorded.keys() | current.keys()
+                  if recorded.get(path) != current.get(path))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,6 +23,7 @@ from typing import Iterator
 
 import yaml
 
+from ctxrep import codedeps
 from ctxrep.errors import InputError
 from ctxrep.io import sha256_file
 
@@ -162,6 +163,17 @@ def verify_stage_inputs(stage: str, root: Path | str = ".") -> int:
             checked.append(dep)
             problems += check_output(root, folder, outs[folder], cache,
                                      within=dep[len(folder) + 1:])
+    # Its code: what the stage `code` recorded, which DVC records in turn (a missing manifest
+    # DVC itself refuses, as any missing dependency).
+    code = [dep for dep in deps if dep.startswith(codedeps.CODE_DIR.as_posix() + "/")
+            and (root / dep).exists()]
+    for dep in code:
+        changed = codedeps.changed_since(root / dep, root)
+        if changed:
+            raise InputError(
+                f"{stage}: its code changed since stage `code` wrote {dep} ({', '.join(changed[:5])}"
+                f"{', …' if len(changed) > 5 else ''}): DVC would record code other than what "
+                f"ran. Run `dvc repro {stage}` (`code` runs first; `--single-item` skips it)")
     if problems:
         raise InputError(f"inputs of {stage} differ from what dvc.lock records (changed after "
                          f"their stage wrote them): " + "; ".join(problems[:5])

@@ -258,8 +258,9 @@ def run_finetune(data: CellData, model_dir: Path, pretrained: bool, p: FinetuneT
 
     At most ``p.steps`` steps, each a batch of ``p.batch_size`` features (examples, or context
     windows for span QA), the data reshuffled each epoch; ``data.patience`` evaluations without a
-    better dev score end it sooner. A checkpoint is written at every evaluation so a killed run
-    resumes where it stopped; it is removed once training ends (``ckpt_dir`` must be this run's
+    better dev score end it sooner. A checkpoint is written every ``p.checkpoint_evals``
+    evaluations (none when that is past ``p.steps``) so a killed run resumes from the last one;
+    it is removed once training ends (``ckpt_dir`` must be this run's
     own: a step folder left there by another run would be resumed).
 
     The result's ``train_flops`` are the encoder's, at the mean feature length (the small head
