@@ -54,6 +54,7 @@ MODULES = {
 import hashlib
 
 from ctxrep.data.readers import read_lines
+from ctxrep.text.segment import word_tokenize
 
 LABELS = ["unacceptable", "acceptable"]
 
@@ -70,7 +71,7 @@ def one_file_per_label(paths, stats, opts):
         for label, path in enumerate(paths):
             for _, line in read_lines(path, stats):
                 if line.strip() and held_out(line) == (wanted == "validation"):
-                    yield {"text": line.strip(), "label": label}
+                    yield {"text": " ".join(word_tokenize(line)), "label": label}
     return {"train": split("train"), "validation": split("validation")}
 
 
@@ -258,8 +259,11 @@ def follow_recipe(root: Path, tiny_mirror: Path, tiny_run) -> None:
     env = recipe_env(root)
     out = ctxrep(repo, [[step, task] for task in NEW_TASKS for step in ("pin", "fixture")],
                  env={**os.environ, **env})                   # steps 3 and 4
-    n = len(NEW_TASKS)
-    assert out.count("ctxrep pin: wrote") == out.count("ctxrep fixture: wrote") - n == n
+    # a pin module per task; a fixture file per published file (the glob's 24 included)
+    published = sum(1 for task in NEW_TASKS for p in (mirror / "tasks" / task).rglob("*")
+                    if p.is_file())
+    assert out.count("ctxrep pin: wrote") == len(NEW_TASKS)
+    assert out.count("ctxrep fixture: wrote") == published, out
     add_to_config(repo)
     (root / "default_grid.json").write_text(json.dumps(compose(repo, "default")["grid"]["tasks"]))
     # The default profile's params are valid with the new tasks (it sets its own `tasks:`):
