@@ -87,6 +87,17 @@ def write_records(root: Path, readme: str | None = None) -> None:
         "<!-- ctxrep:end budgets -->\nafter\n"))
 
 
+def test_a_failed_budget_run_is_not_called_within_its_budget(tmp_path):
+    write_records(tmp_path)
+    path = tmp_path / "bench/results/budgets.json"
+    budgets = json.loads(path.read_text())
+    budgets["entries"][0].update(rc=2, failed=3)  # stopped early: a short time, not a pass
+    path.write_text(json.dumps(budgets))
+    docs_blocks.update(tmp_path, check=False)
+    text = (tmp_path / "README.md").read_text()
+    assert "**11 min 40 s** (failed: not a budget time) | exit 2, 900 passed, 3 failed" in text
+
+
 def test_the_blocks_are_written_then_checked_then_a_changed_record_fails(tmp_path):
     write_records(tmp_path)
     assert docs_blocks.update(tmp_path, check=True) == ["README.md: claims-default",

@@ -323,7 +323,9 @@ def budgets_block(records: Records) -> list[str]:
                          "not measured", "", "", "", "", ""])
             continue
         limit = BUDGET_LIMITS_MIN[budget]
-        verdict = "over" if e["seconds"] > limit * 60 else "within"
+        # A run that failed stopped early: its time says nothing of the budget.
+        verdict = ("failed: not a budget time" if e.get("rc") not in (0, None)
+                   else "over" if e["seconds"] > limit * 60 else "within")
         result = "exit 0" if e.get("rc") == 0 else f"exit {e.get('rc')}"
         if e.get("passed") is not None:
             result += f", {e['passed']} passed, {e.get('failed', 0)} failed"
