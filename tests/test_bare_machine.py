@@ -27,14 +27,15 @@ def test_no_mirror_no_hub_reaches_a_report_that_lists_every_unavailable_task(tmp
     # Two tasks (a fetch stage each) stand for all: the grid's and the word-sense probe's. The
     # cost is the stages' start-up: one grid cell, one learning curve (the report depends on
     # their folder). The fallback corpus's documents are whole speeches (~6,000 words each): a
-    # few are enough.
-    proc = subprocess.run([dvc, "exp", "run", "-S", "profile=tiny", "-S", f"tasks={TASKS}",
-                           "-S", "grid.tasks=[ud_pos]", "-S", "grid.feature_based=[static]",
-                           "-S", "grid.fine_tuned=[]",
-                           "-S", "learning_curve.methods=[static]", "-S", "intrinsic.task=ud_pos",
-                           "-S", "data.corpus_max_docs=12", "-S", "tokenize.heldout_fraction=0.25"],
-                          cwd=repo, env=env,
-                          capture_output=True, text=True, timeout=1800)
+    # few are enough (3 held out: evaluation needs 2), and a few pretraining steps on them.
+    few_steps = [f"pretrain_{model}.{key}={n}" for model in ("bilm", "bert")
+                 for key, n in (("steps", 4), ("eval_every", 2), ("checkpoint_every", 2))]
+    overrides = [f"tasks={TASKS}", "grid.tasks=[ud_pos]", "grid.feature_based=[static]",
+                 "grid.fine_tuned=[]", "learning_curve.methods=[static]", "intrinsic.task=ud_pos",
+                 "data.corpus_max_docs=12", "tokenize.heldout_fraction=0.25", *few_steps]
+    proc = subprocess.run([dvc, "exp", "run", "-S", "profile=tiny",
+                           *(arg for kv in overrides for arg in ("-S", kv))],
+                          cwd=repo, env=env, capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     report = (repo / "reports/report.md").read_text()
     assert "OFFLINE FALLBACK" in report  # pretrained on the fallback corpus, and says so

@@ -534,6 +534,7 @@ def test_published_weights_run_through_the_same_pipeline(run, tmp_path):
     out = _dvc(copy, "exp", "run", "-S", "profile=tiny",
                "-S", "pretrain_bilm.source=import", "-S", f"pretrain_bilm.path={ELMO_FIXTURE}",
                "-S", "pretrain_bert.source=import", "-S", f"pretrain_bert.path={bert}",
+               "-S", "transfer.bert-finetune.lr=[0.003]",  # one rate of two: half the cost
                "transfer@ud_pos-elmo", "finetune@ud_pos-bert-finetune", "neighbors", env=env)
     ran = {line.split("'")[1] for line in out.splitlines() if line.startswith("Running stage")}
     assert {"pretrain_bilm", "pretrain_bert", "extract@bilm", "extract@bert",
@@ -576,8 +577,9 @@ def test_the_left_to_right_lm_runs_in_its_own_stages_and_is_judged_beside_bert(r
 
     repo, _, env = run
     copy, trace = copy_run(repo, tmp_path / "repo"), tmp_path / "trace"
+    # one fine-tuning rate of the tiny profile's two: a cell is a cell, and the cost halves
     out = _dvc(copy, "exp", "run", "-S", "profile=tiny", "-S", "left_to_right=[gpt]",
-               env={**env, config.TRACE_ENV: str(trace)})
+               "-S", "transfer.gpt-finetune.lr=[0.003]", env={**env, config.TRACE_ENV: str(trace)})
     ran = {line.split("'")[1] for line in out.splitlines() if line.startswith("Running stage")}
     tasks = ("sst2", "ud_pos")
     assert ran == {"locate_data", "pretrain_ltr@gpt", "extract_ltr@gpt", "report",

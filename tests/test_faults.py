@@ -42,7 +42,7 @@ def test_kill_9_during_tokenize_leaves_nothing_and_rerun_is_identical(clean, tmp
 
 
 def test_kill_9_during_fetch_leaves_nothing(clean, tmp_path, tiny_mirror):
-    repo = copy_run(clean, tmp_path / "repo")  # tiny fetches every task, squad among them
+    repo = copy_run(clean, tmp_path / "repo")  # the tiny profile fetches squad
     out = repo / "data/raw/tasks/squad"
     shutil.rmtree(out)
     writing = lambda: any((repo / "data/raw/tasks").glob(".*.tmp-*"))  # noqa: E731
@@ -98,7 +98,7 @@ def test_queued_experiments_with_two_workers_both_reach_mlflow(tmp_path, tiny_mi
     repo's own store (tracking.repo_root sees through the copy)."""
     import mlflow
 
-    repo = scratch_repo(tmp_path, "tiny")  # tiny fetches every task, squad among them
+    repo = scratch_repo(tmp_path, "tiny")  # the tiny profile fetches squad
     dvc = os.path.join(os.path.dirname(sys.executable), "dvc")
     env = {**os.environ, "CTXREP_DATA_MIRROR": str(tiny_mirror),
            "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
