@@ -1,7 +1,9 @@
 """Stage extract@<features>: frozen per-word layer features of every grid task →
 data/features/<features>/<task>/ (a task no location served: only ``UNAVAILABLE.json`` there).
 ``bilm`` and ``bert`` are the pretrained models; ``bilm-random`` and ``bert-random`` the same
-architectures untrained (the random-init controls)."""
+architectures untrained (the random-init controls); ``hf-<name>`` the Hugging Face checkpoint
+``hf.<name>`` of the params (stage ``extract_hf@<name>``), its files' sha256 in
+``checkpoint.json`` beside the features."""
 
 import json
 import sys
@@ -11,14 +13,17 @@ import torch
 
 from ctxrep import config
 from ctxrep.families import family
-from ctxrep.io import atomic_dir
+from ctxrep.io import atomic_dir, write_json
+from ctxrep.models.hf_features import HFFeaturizer, checkpoint_record
 from ctxrep.stage import stage
 from ctxrep.transfer.data import TaskUnavailable, load_task, spec
 from ctxrep.transfer.extract import FEATURIZERS, extract_task
 
 features = sys.argv[1]
-if features not in config.FEATURE_SETS:
-    sys.exit(f"extract: unknown feature set {features!r}; expected one of {config.FEATURE_SETS}")
+hf = config.hf_name(features)
+if hf is None and features not in config.FEATURE_SETS:
+    sys.exit(f"extract: unknown feature set {features!r}; expected one of {config.FEATURE_SETS} "
+             "or hf-<a name of params hf>")
 model, random_init = features.removesuffix("-random"), features.endswith("-random")
 with stage(config.extract_stage_name(features), "extract") as ctx:
     p = ctx.section
@@ -26,9 +31,15 @@ with stage(config.extract_stage_name(features), "extract") as ctx:
     tasks = ctx.params["grid"]["tasks"]
     torch.set_grad_enabled(False)
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    featurize = FEATURIZERS[model].from_params(family(model).model_dir, device, p, random_init)
+    if hf is not None:
+        entry = config.load_hf(ctx.params, hf)
+        featurize = HFFeaturizer.from_params(entry, device)
+    else:
+        featurize = FEATURIZERS[model].from_params(family(model).model_dir, device, p, random_init)
     words = 0
     with atomic_dir(Path("data/features") / features) as tmp:
+        if hf is not None:
+            write_json(tmp / "checkpoint.json", checkpoint_record(Path(entry.path)))
         for task in tasks:
             (tmp / task).mkdir()  # always there: each transfer cell depends on its task's folder
             try:
@@ -41,4 +52,5 @@ with stage(config.extract_stage_name(features), "extract") as ctx:
                          if k.endswith("_words"))
     ctx.compute(amount=featurize.tokens, unit=featurize.unit, params=featurize.params,
                 flops=featurize.flops)
-    ctx.summary(tasks=len(tasks), words=words)
+    truncated = getattr(featurize, "truncated_words", 0)  # past the sub-word limit: zero vectors
+    ctx.summary(tasks=len(tasks), words=words, **({"truncated_words": truncated} if truncated else {}))

@@ -18,7 +18,8 @@ from ctxrep.stage import log, stage
 with stage("report", None) as ctx:
     try:
         grid = ctx.params["grid"]
-        inputs = load_inputs(".", list(grid["tasks"]), config.grid_methods(grid, ctx.params["left_to_right"]),
+        methods = config.grid_methods(grid, ctx.params["left_to_right"], ctx.params["hf"])
+        inputs = load_inputs(".", list(grid["tasks"]), methods,
                              fetched=list(ctx.params["tasks"]), curve=ctx.params["learning_curve"])
     except ReportInputError as e:
         log.error("report: bad input: %s", e)

@@ -614,6 +614,51 @@ def test_the_left_to_right_lm_runs_in_its_own_stages_and_is_judged_beside_bert(r
 
 
 @pytest.mark.slow
+def test_a_hugging_face_checkpoint_is_configuration_and_reruns_only_its_own_stages(run, tmp_path):
+    """`-S +hf.rob={path: …}` on a finished tiny run: a RoBERTa checkpoint saved by
+    `save_pretrained` (byte-level BPE, an architecture the project has no code of its own for)
+    is featurized by extract_hf@rob and trained on by its cell, and every other stage stays up
+    to date: `dvc status` then names only the checkpoint's other cell and the report. Every file
+    they write is declared, every param and file they read too, and the features name the
+    checkpoint's files with their sha256."""
+    from ctxrep.io import sha256_file
+    from tests.hf_checkpoints import save_tiny_checkpoint
+
+    repo, _, env = run
+    copy, trace = copy_run(repo, tmp_path / "repo"), tmp_path / "trace"
+    checkpoint = save_tiny_checkpoint("roberta", tmp_path / "roberta")
+    entry = f"+hf.rob={{path:{checkpoint},pooling:first,max_seq_len:64}}"
+    out = _dvc(copy, "exp", "run", "-S", "profile=tiny", "-S", entry, "transfer_hf@ud_pos-rob",
+               env={**env, config.TRACE_ENV: str(trace)})
+    ran = {line.split("'")[1] for line in out.splitlines() if line.startswith("Running stage")}
+    assert ran == {"locate_data", "extract_hf@rob", "transfer_hf@ud_pos-rob"}, out
+    cell = json.loads((copy / "metrics/transfer/ud_pos/hf-rob.json").read_text())
+    assert len(cell["seeds"]) == 2 and len(cell["mix_weights"]["input"][0]) == 3, cell  # h_0..h_2
+    record = json.loads((copy / "data/features/hf-rob/checkpoint.json").read_text())
+    assert record["model_type"] == "roberta"
+    assert record["files"] == {p.name: sha256_file(p) for p in checkpoint.iterdir() if p.is_file()}
+    status = _dvc(copy, "status", "--json", env=env, stdout_only=True)
+    assert set(json.loads(status)) == {"transfer_hf@sst2-rob", "report"}, status
+
+    stages = _stages(copy)
+    outs = {o for body in stages.values() for o in body["outs"]}
+    stray = [rel for path in sorted(copy.rglob("*"))
+             if not path.is_dir() and path.name != ".gitignore"
+             and not (rel := path.relative_to(copy).as_posix()).startswith(NOT_STAGE_FILES)
+             and not covered(rel, outs)]
+    assert stray == [], f"files written by no declared output: {stray}"
+    for name in ran - {"locate_data"}:  # what each stage read, its dvc.yaml entry lists
+        declared = {d.replace(".", "/") for d in _declared_params(stages[name])}
+        read = {k.replace(".", "/") for k in json.loads((trace / f"{name}.json").read_text())}
+        assert {k for k in read if not covered(k, declared)} == set(), name
+        assert {d for d in declared if not any(covered(k, {d}) for k in read)} == set(), name
+        allowed = set(stages[name]["deps"]) | set(stages[name]["outs"]) | {"params.yaml"}
+        files = json.loads((trace / f"{name}.files.json").read_text())
+        assert [f for f in files if not f.startswith(TOOL_FILES) and not f.endswith(".gitignore")
+                and not covered(f, allowed)] == [], name
+
+
+@pytest.mark.slow
 def test_make_exp_show_fits_one_screen_with_the_headlines(run, tmp_path):
     """`make exp-show`'s own filter (read from the Makefile), run by DVC on a finished run: at
     most 40 columns, the verdict counts and the biLM's perplexity among them."""

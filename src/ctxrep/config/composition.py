@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from ctxrep.config.fields import ParamError, from_dict
-from ctxrep.config.methods import FEATURE_METHODS
+from ctxrep.config.methods import is_feature_method
 from ctxrep.config.params import (CONF_DIR, PARAMS_FILE, _section, check_profile_name)
 from ctxrep.config.sections import (SECTIONS, FeatureTransferParams, FinetuneTransferParams,
                                     TransferCommon)
@@ -27,7 +27,7 @@ def defaults(path: str, **overrides):
     if path.startswith("transfer."):
         method = path.split(".", 1)[1]
         cls = (TransferCommon if method == "common" else FeatureTransferParams
-               if method in FEATURE_METHODS else FinetuneTransferParams)
+               if is_feature_method(method) else FinetuneTransferParams)
     else:
         cls = SECTIONS[path]
     return from_dict(cls, values, path)

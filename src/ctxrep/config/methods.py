@@ -1,5 +1,7 @@
 """The method catalogue: which transfer methods exist, and what each one reads."""
 
+import re
+
 from ctxrep.families import LEFT_TO_RIGHT, family
 
 # Feature-based methods. As in ELMo's Table 1, every method's task model reads a
@@ -34,6 +36,45 @@ FEATURE_SETS = tuple(dict.fromkeys(f for f in FEATURES_OF.values() if f is not N
 # stages depend on the four other feature sets only).
 
 
+# A Hugging Face checkpoint named in params ``hf`` (``hf: {<name>: {path: ..., pooling: ...}}``)
+# is a feature-based method of its own, ``hf-<name>``: its frozen layers (data/features/hf-<name>,
+# from ``extract_hf@<name>``), mixed as ``bert-feature``'s and read beside x_k, in cells
+# ``transfer_hf@<task>-<name>`` on every grid task, trained with ``transfer.hf-feature``'s values.
+# Its name comes from the params, so it is never in the tables above: these functions say what
+# such a method reads and where it runs.
+HF_PREFIX = "hf-"
+HF_TRANSFER_SECTION = "hf-feature"
+HF_NAME = re.compile(r"[a-z0-9][a-z0-9_]{0,39}")
+
+
+def hf_method(name: str) -> str:
+    """The method (and feature set) of the Hugging Face checkpoint ``name`` of params ``hf``."""
+    return HF_PREFIX + name
+
+
+def hf_name(method: str) -> str | None:
+    """The params ``hf`` entry whose method (or feature set) ``method`` is, or None."""
+    return method.removeprefix(HF_PREFIX) if method.startswith(HF_PREFIX) else None
+
+
+def features_of(method: str) -> str | None:
+    """The feature set a feature-based method reads (None: x_k alone), an ``hf-`` one included."""
+    return method if hf_name(method) is not None else FEATURES_OF[method]
+
+
+def is_feature_method(method: str) -> bool:
+    return method in FEATURE_METHODS or hf_name(method) is not None
+
+
+def reads_word_vectors(method: str) -> bool:
+    return method in READS_WORD_VECTORS or hf_name(method) is not None
+
+
+def transfer_section(method: str) -> str:
+    """The key under ``transfer`` that holds a method's training values."""
+    return HF_TRANSFER_SECTION if hf_name(method) is not None else method
+
+
 def left_to_right_family(method: str) -> str | None:
     """The left-to-right LM family whose method ``method`` is, or None."""
     return next((f for f, methods in LEFT_TO_RIGHT.items() if method in methods), None)
@@ -42,7 +83,10 @@ def left_to_right_family(method: str) -> str | None:
 def cell_stage_name(task: str, method: str) -> str:
     """The DVC stage of one cell: ``transfer@<task>-<method>`` (feature-based) or
     ``finetune@<task>-<method>`` (fine-tuned); a left-to-right LM's methods are
-    ``transfer_ltr@<task>-<family>`` and ``finetune_ltr@<task>-<family>``."""
+    ``transfer_ltr@<task>-<family>`` and ``finetune_ltr@<task>-<family>``; a Hugging Face
+    checkpoint's, ``transfer_hf@<task>-<name>``."""
+    if (name := hf_name(method)) is not None:
+        return f"transfer_hf@{task}-{name}"
     group = "finetune" if method in FINETUNE_METHODS else "transfer"
     family = left_to_right_family(method)
     return f"{group}_ltr@{task}-{family}" if family else f"{group}@{task}-{method}"
@@ -50,6 +94,8 @@ def cell_stage_name(task: str, method: str) -> str:
 
 def extract_stage_name(features: str) -> str:
     """The DVC stage that writes data/features/<features>."""
+    if (name := hf_name(features)) is not None:
+        return f"extract_hf@{name}"
     return f"extract_ltr@{features}" if features in LEFT_TO_RIGHT else f"extract@{features}"
 
 

@@ -13,10 +13,11 @@ from typing import Any
 import yaml
 
 from ctxrep.config.fields import ParamError, from_dict
-from ctxrep.config.methods import (FEATURE_METHODS, FEATURES_OF, FINETUNE_METHODS, LEFT_TO_RIGHT,
-                                   METHODS, left_to_right_family)
+from ctxrep.config.methods import (FEATURE_METHODS, FEATURES_OF, FINETUNE_METHODS, HF_NAME,
+                                   HF_TRANSFER_SECTION, LEFT_TO_RIGHT, METHODS, hf_method,
+                                   is_feature_method, left_to_right_family, transfer_section)
 from ctxrep.config.sections import (SECTIONS, FeatureTransferParams, FinetuneTransferParams,
-                                    TransferCommon)
+                                    HFEncoderParams, TransferCommon)
 
 PARAMS_FILE = "params.yaml"
 CONF_DIR = "conf"
@@ -26,12 +27,22 @@ TRACE_ENV = "CTXREP_PARAMS_TRACE"
 
 
 def load_transfer(method: str, params: dict):
-    """(common, method params) for one transfer cell, validated."""
-    if method not in METHODS:
-        raise ParamError("method", method, f"one of {list(METHODS)}")
+    """(common, method params) for one transfer cell, validated. A Hugging Face checkpoint's
+    method ``hf-<name>`` reads ``transfer.hf-feature``, shared by every checkpoint of ``hf``."""
+    section = transfer_section(method)
+    if section not in METHODS and section != HF_TRANSFER_SECTION:
+        raise ParamError("method", method, f"one of {list(METHODS)}, or hf-<a name of params hf>")
     return load_transfer_common(params), from_dict(
-        FeatureTransferParams if method in FEATURE_METHODS else FinetuneTransferParams,
-        _section(params, "transfer", method), f"transfer.{method}")
+        FeatureTransferParams if is_feature_method(section) else FinetuneTransferParams,
+        _section(params, "transfer", section), f"transfer.{section}")
+
+
+def load_hf(params: dict, name: str) -> HFEncoderParams:
+    """``hf.<name>``: the Hugging Face checkpoint of method ``hf-<name>``, validated."""
+    checkpoints = params["hf"]
+    if name not in checkpoints:
+        raise ParamError("hf", name, f"a checkpoint named in params hf ({sorted(checkpoints)})")
+    return from_dict(HFEncoderParams, checkpoints[name], f"hf.{name}")
 
 
 def load_transfer_common(params: dict) -> TransferCommon:
@@ -40,7 +51,7 @@ def load_transfer_common(params: dict) -> TransferCommon:
 
 
 # Every top-level key of params.yaml; anything else (a typo, `-S +foo=1`) is an error.
-TOP_LEVEL = ("profile", "tasks", "grid", "left_to_right", *SECTIONS, "transfer")
+TOP_LEVEL = ("profile", "tasks", "grid", "left_to_right", "hf", *SECTIONS, "transfer")
 
 
 # The grid: tasks × methods. The methods are listed by approach (BERT §5.3), each approach's
@@ -48,11 +59,13 @@ TOP_LEVEL = ("profile", "tasks", "grid", "left_to_right", *SECTIONS, "transfer")
 GRID_KEYS = ("tasks", "feature_based", "fine_tuned")
 
 
-def grid_methods(grid: dict, left_to_right: list[str] = ()) -> list[str]:
+def grid_methods(grid: dict, left_to_right: list[str] = (), hf: dict | None = None) -> list[str]:
     """Every method of the grid, feature-based first, then those of the left-to-right LM
-    families the profile lists (params ``left_to_right``), as the report lists them."""
+    families the profile lists (params ``left_to_right``) and of its Hugging Face checkpoints
+    (params ``hf``), as the report lists them."""
     return [*grid["feature_based"], *grid["fine_tuned"],
-            *(m for family in left_to_right for m in LEFT_TO_RIGHT[family])]
+            *(m for family in left_to_right for m in LEFT_TO_RIGHT[family]),
+            *(hf_method(name) for name in hf or {})]
 
 
 def read_params(root: Path | str = ".") -> dict:
@@ -83,6 +96,8 @@ def read_params(root: Path | str = ".") -> dict:
         value = raw[key] if "." not in key else (raw["grid"] or {}).get(key.split(".")[1])
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ParamError(key, value, "a list of names")
+    if not isinstance(raw["hf"], dict):
+        raise ParamError("hf", raw["hf"], "a mapping of names to checkpoints ({} for none)")
     validate(raw)
     return _traced(raw)
 
@@ -96,6 +111,11 @@ def validate(raw: dict) -> None:
                              f"left-to-right LM families: {list(LEFT_TO_RIGHT)}")
     if len(set(raw["left_to_right"])) != len(raw["left_to_right"]):
         raise ParamError("left_to_right", raw["left_to_right"], "each family listed once")
+    for name, entry in (raw.get("hf") or {}).items():
+        if not isinstance(name, str) or not HF_NAME.fullmatch(name):
+            raise ParamError("hf", name, f"a checkpoint name matching {HF_NAME.pattern} (its "
+                                         f"method is hf-<name>)")
+        from_dict(HFEncoderParams, entry, f"hf.{name}")
     for key, allowed in (("feature_based", FEATURE_METHODS), ("fine_tuned", FINETUNE_METHODS)):
         for method in raw["grid"][key]:
             family = left_to_right_family(method)

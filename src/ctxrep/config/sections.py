@@ -414,6 +414,29 @@ class ExtractParams:
 
 
 @section
+class HFEncoderParams:
+    """``hf.<name>``: a Hugging Face checkpoint whose frozen layers are a feature-based method
+    (``hf-<name>``, :mod:`ctxrep.models.hf_features`): any architecture ``AutoModel`` loads,
+    encoder or decoder, with its own tokenizer."""
+
+    path: str = param(doc="a local folder as `save_pretrained` writes it (config.json, the "
+                      "weights, the tokenizer's files); DVC hashes every file in it. From the "
+                      "Hub: download it into a folder first (docs/models.md)")
+    pooling: str = param(choices=("first", "mean", "last"),
+                         doc="a word's vector from its sub-words: the first (BERT §5.3), the "
+                         "mean, or the last (a left-to-right model's, which has read the whole "
+                         "word there)")
+    max_seq_len: int = param(ge=8, le=8192, doc="sub-words per text at most (capped by the "
+                             "model's positions); words past it get zero vectors, counted")
+
+    def check(self, section: str) -> None:
+        if not (Path(self.path) / "config.json").is_file():
+            raise ParamError(f"{section}.path", self.path,
+                             "a folder holding a Hugging Face checkpoint (its config.json, "
+                             "weights and tokenizer, as `save_pretrained` writes them)")
+
+
+@section
 class ProbeParams:
     """``probe``: caps and optimiser of the per-layer linear probes."""
 

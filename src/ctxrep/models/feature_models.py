@@ -58,7 +58,8 @@ class LayerCombiner(nn.Module):
 
     def __init__(self, method: str, n_layers: int, layer_norm: bool):
         super().__init__()
-        method = LEARNED_MIX_OF.get(method, method)
+        # a Hugging Face checkpoint's layers (hf-<name>) are mixed as BERT's
+        method = "bert-feature" if config.hf_name(method) is not None else LEARNED_MIX_OF.get(method, method)
         self.method = method
         self.mix = None
         if method in ("elmo", "elmo-io", "bert-feature"):
@@ -91,11 +92,11 @@ class FeatureEncoder(nn.Module):
     def __init__(self, method: str, n_layers: int, dim: int, hidden: int, n_rnn_layers: int,
                  dropout: float, layer_norm: bool, vector_dim: int = 0):
         super().__init__()
-        if method not in config.FEATURES_OF:
+        if not config.is_feature_method(method):
             raise ValueError(f"unknown feature-based method {method!r}")
         self.method = method
-        self.reads_layers = config.FEATURES_OF[method] is not None
-        self.reads_vectors = method in config.READS_WORD_VECTORS
+        self.reads_layers = config.features_of(method) is not None
+        self.reads_vectors = config.reads_word_vectors(method)
         if self.reads_layers != (n_layers > 0 and dim > 0):
             raise ValueError(f"{method} {'reads' if self.reads_layers else 'reads no'} model "
                              f"features: got n_layers={n_layers}, dim={dim}")

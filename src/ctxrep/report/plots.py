@@ -18,6 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from ctxrep.families import FAMILIES, LEFT_TO_RIGHT, NAMES
+from ctxrep.config.methods import hf_name
 from ctxrep.io import atomic_file
 from ctxrep.report.inputs import Curve, EvalCurve
 from ctxrep.transfer.record import CellRecord
@@ -212,7 +213,8 @@ def mean_layer_weights(per_seed: list[list[float]]) -> np.ndarray:
 def mix_series(cells: dict[str, CellRecord]) -> dict[str, np.ndarray]:
     """Label ("elmo", "elmo-io input", ...) → mean normalised weights, learned mixes only."""
     series = {}
-    for method in LEARNED_MIX_METHODS:
+    hf = [m for m in cells if hf_name(m) is not None]  # Hugging Face checkpoints: mixed too
+    for method in (*LEARNED_MIX_METHODS, *hf):
         mix = cells[method].learned_mix if method in cells else {}
         for position, per_seed in sorted(mix.items()):
             label = method if len(mix) == 1 else f"{method} {position}"

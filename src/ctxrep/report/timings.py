@@ -43,7 +43,8 @@ def run(args: argparse.Namespace) -> int:
     params = config.read_params()
     grid = params["grid"]
     try:
-        inputs = load_inputs(".", list(grid["tasks"]), config.grid_methods(grid, params["left_to_right"]),
+        methods = config.grid_methods(grid, params["left_to_right"], params["hf"])
+        inputs = load_inputs(".", list(grid["tasks"]), methods,
                              fetched=list(params["tasks"]), curve=params["learning_curve"])
     except ReportInputError as e:
         raise SystemExit(f"ctxrep timings: bad input: {e}") from e

@@ -197,10 +197,10 @@ class FeatureBased:
     unit = "words"
 
     def __init__(self, method: str, params):
-        if method not in config.FEATURE_METHODS:
+        if not config.is_feature_method(method):
             raise ValueError(f"{method} is not a feature-based method "
-                             f"({', '.join(config.FEATURE_METHODS)}): its cells run in stage "
-                             f"finetune")
+                             f"({', '.join(config.FEATURE_METHODS)}, hf-<name>): its cells run "
+                             f"in stage finetune")
         self.method, self.params = method, params
         self.store: FeatureStore | None = None
         self.vectors: WordVectors | None = None
@@ -208,18 +208,18 @@ class FeatureBased:
     def inputs(self, task: str) -> list[Path]:
         """The model's features of ``task`` and the static word vectors, as the method reads
         them."""
-        features = config.FEATURES_OF[self.method]
+        features = config.features_of(self.method)
         return ([FEATURES / features / task] if features is not None else []) + (
-            [WORD_VECTORS] if self.method in config.READS_WORD_VECTORS else [])
+            [WORD_VECTORS] if config.reads_word_vectors(self.method) else [])
 
     def prepare(self, data: CellData) -> None:
         """Open the inputs once per approach (a learning curve prepares one per fraction)."""
-        features = config.FEATURES_OF[self.method]
+        features = config.features_of(self.method)
         if features is not None:
             if self.store is None or self.store.root != FEATURES / features / data.task:
                 self.store = FeatureStore(FEATURES / features / data.task)
             self.store.check_examples(data.splits, data.kind)
-        if self.method in config.READS_WORD_VECTORS and self.vectors is None:
+        if config.reads_word_vectors(self.method) and self.vectors is None:
             self.vectors = WordVectors.load(WORD_VECTORS)
 
     def train_seed(self, data: CellData, seed: int, ckpt: Path, run,
