@@ -86,12 +86,12 @@ repro: $(STAMP) $(PUBLISHED)/model.safetensors
 	@$(BIN)/ctxrep repro "$$PROFILE"
 
 # The whole suite, pipeline runs included (CI runs it; see docs/testing.md), on TEST_WORKERS
-# pytest-xdist workers: a test mostly waits on a stage or DVC process it started, single-threaded
-# start-up, so three workers keep two cores busy where two left a tenth of them idle.
+# pytest-xdist workers: a stage is mostly single-threaded start-up, so two workers use two cores
+# (three were no faster on two cores: docs/notebook/2026-12-07-test-budget-hf-encoders.md).
 # PYTEST_ARGS adds pytest options, e.g. PYTEST_ARGS="--durations=25" or PYTEST_ARGS="-k share".
 # PYTEST_ARGS reaches pytest through the environment (PYTEST_ADDOPTS, split by pytest, quotes
 # and all), never through the shell.
-TEST_WORKERS ?= 3
+TEST_WORKERS ?= 2
 export PYTEST_ARGS
 test: $(STAMP) $(PUBLISHED)/model.safetensors
 	PYTEST_ADDOPTS="$${PYTEST_ADDOPTS:-} $${PYTEST_ARGS:-}" $(BIN)/python -m pytest -q -n $(TEST_WORKERS)

@@ -65,7 +65,7 @@ def grid_methods(grid: dict, left_to_right: list[str] = (), hf: dict | None = No
     (params ``hf``), as the report lists them."""
     return [*grid["feature_based"], *grid["fine_tuned"],
             *(m for family in left_to_right for m in LEFT_TO_RIGHT[family]),
-            *(hf_method(name) for name in hf or {})]
+            *(hf_method(name) for name in (hf if hf is not None else {}))]
 
 
 def read_params(root: Path | str = ".") -> dict:
