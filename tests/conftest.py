@@ -1,7 +1,7 @@
 """Shared fixtures: a tiny data mirror in the published formats, scratch copies of the repo, and
 one finished run of the whole tiny pipeline for every test that needs one.
 
-The suite runs on pytest-xdist workers (`make test`: two). What is made once per session (the
+The suite runs on pytest-xdist workers (`make test`: three). What is made once per session (the
 mirror, the tiny run) lives in the folder the workers share, built under a file lock by
 whichever worker asks first. The tiny run starts in the background as soon as the session
 holds a test that needs it, and the tests that do not need it run first, beside it."""
