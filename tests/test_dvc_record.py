@@ -567,6 +567,28 @@ def test_published_weights_run_through_the_same_pipeline(run, tmp_path):
     assert "## Weights" in report
 
 
+def assert_declared_exactly(copy: Path, trace: Path, ran: set[str]) -> None:
+    """In a copy of the tiny run where stages ``ran`` with the params trace on (``trace``): every
+    file in it is some stage's declared output, and each of ``ran`` read exactly the params its
+    dvc.yaml entry declares and no file outside its deps and outs."""
+    stages = _stages(copy)
+    outs = {o for body in stages.values() for o in body["outs"]}
+    stray = [rel for path in sorted(copy.rglob("*"))
+             if not path.is_dir() and path.name != ".gitignore"
+             and not (rel := path.relative_to(copy).as_posix()).startswith(NOT_STAGE_FILES)
+             and not covered(rel, outs)]
+    assert stray == [], f"files written by no declared output: {stray}"
+    for name in ran:
+        declared = {d.replace(".", "/") for d in _declared_params(stages[name])}
+        read = {k.replace(".", "/") for k in json.loads((trace / f"{name}.json").read_text())}
+        assert {k for k in read if not covered(k, declared)} == set(), name
+        assert {d for d in declared if not any(covered(k, {d}) for k in read)} == set(), name
+        allowed = set(stages[name]["deps"]) | set(stages[name]["outs"]) | {"params.yaml"}
+        files = json.loads((trace / f"{name}.files.json").read_text())
+        assert [f for f in files if not f.startswith(TOOL_FILES) and not f.endswith(".gitignore")
+                and not covered(f, allowed)] == [], name
+
+
 @pytest.mark.slow
 def test_the_left_to_right_lm_runs_in_its_own_stages_and_is_judged_beside_bert(run, tmp_path):
     """`-S left_to_right=[gpt]` on a finished tiny run adds BERT's Table 5 ablation and reruns
@@ -595,22 +617,7 @@ def test_the_left_to_right_lm_runs_in_its_own_stages_and_is_judged_beside_bert(r
     for claim in CLAIMS:
         if "gpt" in claim.worse:
             assert set(judged[f"{claim.better}_vs_{claim.worse}"]) == set(tasks), judged
-    outs = {o for body in _stages(copy).values() for o in body["outs"]}
-    stray = [rel for path in sorted(copy.rglob("*"))
-             if not path.is_dir() and path.name != ".gitignore"
-             and not (rel := path.relative_to(copy).as_posix()).startswith(NOT_STAGE_FILES)
-             and not covered(rel, outs)]
-    assert stray == [], f"files written by no declared output: {stray}"
-    stages = _stages(copy)
-    for name in ran - {"locate_data"}:  # what each stage read, its dvc.yaml entry lists
-        declared = {d.replace(".", "/") for d in _declared_params(stages[name])}
-        read = {k.replace(".", "/") for k in json.loads((trace / f"{name}.json").read_text())}
-        assert {k for k in read if not covered(k, declared)} == set(), name
-        assert {d for d in declared if not any(covered(k, {d}) for k in read)} == set(), name
-        allowed = set(stages[name]["deps"]) | set(stages[name]["outs"]) | {"params.yaml"}
-        files = json.loads((trace / f"{name}.files.json").read_text())
-        assert [f for f in files if not f.startswith(TOOL_FILES) and not f.endswith(".gitignore")
-                and not covered(f, allowed)] == [], name
+    assert_declared_exactly(copy, trace, ran - {"locate_data"})
 
 
 @pytest.mark.slow
@@ -641,22 +648,7 @@ def test_a_hugging_face_checkpoint_is_configuration_and_reruns_only_its_own_stag
     always = {"locate_data"}  # it looks at the data sources on every run
     assert set(json.loads(status)) - always == {"transfer_hf@sst2-rob", "report"}, status
 
-    stages = _stages(copy)
-    outs = {o for body in stages.values() for o in body["outs"]}
-    stray = [rel for path in sorted(copy.rglob("*"))
-             if not path.is_dir() and path.name != ".gitignore"
-             and not (rel := path.relative_to(copy).as_posix()).startswith(NOT_STAGE_FILES)
-             and not covered(rel, outs)]
-    assert stray == [], f"files written by no declared output: {stray}"
-    for name in ran - {"locate_data"}:  # what each stage read, its dvc.yaml entry lists
-        declared = {d.replace(".", "/") for d in _declared_params(stages[name])}
-        read = {k.replace(".", "/") for k in json.loads((trace / f"{name}.json").read_text())}
-        assert {k for k in read if not covered(k, declared)} == set(), name
-        assert {d for d in declared if not any(covered(k, {d}) for k in read)} == set(), name
-        allowed = set(stages[name]["deps"]) | set(stages[name]["outs"]) | {"params.yaml"}
-        files = json.loads((trace / f"{name}.files.json").read_text())
-        assert [f for f in files if not f.startswith(TOOL_FILES) and not f.endswith(".gitignore")
-                and not covered(f, allowed)] == [], name
+    assert_declared_exactly(copy, trace, ran - {"locate_data"})
 
 
 @pytest.mark.slow
