@@ -14,7 +14,9 @@ import pytest
 
 from tests.conftest import copy_run, kill_stage_when, run_stage, scratch_repo, tree_hash
 
-pytestmark = pytest.mark.slow
+# outputs and errors, not MLflow: stages run without MLflow runs (tests/conftest.py), but where
+# a test says otherwise (the queued experiments' MLflow runs, a full MLflow store)
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("without_mlflow")]
 
 
 def stage_env(repo, mirror):
@@ -100,7 +102,7 @@ def test_queued_experiments_with_two_workers_both_reach_mlflow(tmp_path, tiny_mi
 
     repo = scratch_repo(tmp_path, "tiny")  # the tiny profile fetches squad
     dvc = os.path.join(os.path.dirname(sys.executable), "dvc")
-    env = {**os.environ, "CTXREP_DATA_MIRROR": str(tiny_mirror),
+    env = {**os.environ, "CTXREP_DATA_MIRROR": str(tiny_mirror), "CTXREP_MLFLOW": "1",
            "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
     env.pop("MLFLOW_TRACKING_URI", None)
     for seed in (1, 2):
@@ -110,13 +112,29 @@ def test_queued_experiments_with_two_workers_both_reach_mlflow(tmp_path, tiny_mi
                        cwd=repo, env=env, check=True, capture_output=True)
     subprocess.run([dvc, "queue", "start", "-j", "2"], cwd=repo, env=env, check=True,
                    capture_output=True)
+
+    def queue_status() -> str:
+        return subprocess.run([dvc, "queue", "status"], cwd=repo, env=env,
+                              capture_output=True, text=True).stdout
+
+    # A finished experiment is a git ref refs/exps/<2 hex>/<rest of the baseline>/<name> (the
+    # queue's own refs live under refs/exps/celery, exec, temp...): git answers in milliseconds,
+    # where each `dvc queue status` costs a DVC start-up. DVC is asked every 10 s (a failure),
+    # and once both refs exist (its status may trail the ref by a moment).
+    def finished() -> int:
+        refs = subprocess.run(["git", "for-each-ref", "--format=%(refname)", "refs/exps"],
+                              cwd=repo, capture_output=True, text=True).stdout.split()
+        return sum(len(ref.split("/")) == 5 and ref.endswith(("/s1", "/s2")) for ref in refs)
+
     deadline = time.time() + 300
+    next_ask, status = time.time() + 10, ""
     while time.time() < deadline:
-        status = subprocess.run([dvc, "queue", "status"], cwd=repo, env=env,
-                                capture_output=True, text=True).stdout
-        if status.count("Success") >= 2 or "Failed" in status:
-            break
-        time.sleep(2)
+        if finished() >= 2 or time.time() > next_ask:
+            next_ask = time.time() + 10
+            status = queue_status()
+            if status.count("Success") >= 2 or "Failed" in status:
+                break
+        time.sleep(1)
     subprocess.run([dvc, "queue", "stop"], cwd=repo, env=env, capture_output=True)
     assert status.count("Success") >= 2, status
     client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{repo / 'mlflow.db'}")

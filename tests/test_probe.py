@@ -184,10 +184,11 @@ def test_probe_stage_end_to_end(tmp_path):
     dataset = make_ud_pos(repo / "data/features/bilm/ud_pos", np.random.default_rng(3))
     dataset.save_to_disk(str(repo / "data/raw/tasks/ud_pos/dataset"))
     (repo / "data/raw/tasks/ud_pos/MANIFEST.json").write_text('{"available": true}')
-    proc = run_stage(repo, "probe.py", "bilm")
+    no_mlflow = {"CTXREP_MLFLOW": "0"}  # outputs and errors, not MLflow (tests/conftest.py)
+    proc = run_stage(repo, "probe.py", "bilm", env=no_mlflow)
     assert "[probe@bilm] done" in proc.stdout
     result = json.loads((repo / "metrics/probe/bilm.json").read_text())
     scores = result["tasks"]["ud_pos"]["layers"]
     assert scores.index(max(scores)) == SIGNAL_LAYER
     assert "skipped" in result["tasks"]["wic"]
-    assert run_stage(repo, "probe.py", "gpt", check=False).returncode != 0
+    assert run_stage(repo, "probe.py", "gpt", env=no_mlflow, check=False).returncode != 0

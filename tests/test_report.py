@@ -488,14 +488,15 @@ def test_report_stage_end_to_end(tmp_path):
     repo = scratch_repo(tmp_path, "claims")  # a grid with sst2
     link_published(repo)  # the claims profile's BERT is the published MiniLM
     make_repo(repo)
-    proc = run_stage(repo, "report.py")
+    no_mlflow = {"CTXREP_MLFLOW": "0"}  # outputs and errors, not MLflow (tests/conftest.py)
+    proc = run_stage(repo, "report.py", env=no_mlflow)
     assert "[report] done" in proc.stdout
     summary = json.loads((repo / SUMMARY_PATH).read_text())
     assert summary["cells"]["sst2"]["elmo"]["n_seeds"] == 3
     assert "squad" not in summary["cells"]     # a cell outside this grid is not mixed in
     assert (repo / REPORT_PATH).exists() and (repo / FIGURES_DIR / "probe_layers.png").exists()
     write(repo, "metrics/transfer/sst2/static.json", "{oops")
-    bad = run_stage(repo, "report.py", check=False)
+    bad = run_stage(repo, "report.py", env=no_mlflow, check=False)
     assert bad.returncode == 2 and "metrics/transfer/sst2/static.json" in bad.stderr
 
 
