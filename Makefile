@@ -86,13 +86,14 @@ repro: $(STAMP) $(PUBLISHED)/model.safetensors
 	@$(BIN)/ctxrep repro "$$PROFILE"
 
 # The whole suite, pipeline runs included (CI runs it; see docs/testing.md), on TEST_WORKERS
-# pytest-xdist workers: a test mostly waits on the stage or DVC process it started, so three
-# workers keep two cores busier than two did (a fresh clone's pytest 17 min 32 s against 18 min
-# 58 s, docs/notebook/2026-12-07-test-budget-hf-encoders.md).
+# pytest-xdist workers: a test mostly waits on the stage or DVC process it started, so more
+# workers than cores keep two cores busier (three: a fresh clone's pytest 17 min 32 s against
+# 18 min 58 s on two, docs/notebook/2026-12-07-test-budget-hf-encoders.md; four: see
+# docs/notebook/2026-12-07-test-budget-cpu.md).
 # PYTEST_ARGS adds pytest options, e.g. PYTEST_ARGS="--durations=25" or PYTEST_ARGS="-k share".
 # PYTEST_ARGS reaches pytest through the environment (PYTEST_ADDOPTS, split by pytest, quotes
 # and all), never through the shell.
-TEST_WORKERS ?= 3
+TEST_WORKERS ?= 4
 export PYTEST_ARGS
 test: $(STAMP) $(PUBLISHED)/model.safetensors
 	PYTEST_ADDOPTS="$${PYTEST_ADDOPTS:-} $${PYTEST_ARGS:-}" $(BIN)/python -m pytest -q -n $(TEST_WORKERS)

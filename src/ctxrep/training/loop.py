@@ -293,7 +293,12 @@ def _training_model(model: nn.Module, objective: Objective, cfg: LoopConfig, d: 
                              "native for a CPU run with compile: true (inductor generates code "
                              "for this CPU, so the bytes are not portable anyway): add "
                              "SET='compute.isa=native'")
-        train_model = torch.compile(train_model)
+        # Shapes vary by design (a batch is padded to its longest sequence; the last batch and
+        # the held-out passes have their own sizes): compile for symbolic shapes at once, not
+        # for the first batch's and again at each new one (the default). On the tiny profile
+        # (CPU, 2026-12-07): 52 against 84 s of CPU for BERT's pretraining, 69 against 97 for
+        # the biLM's, the same losses.
+        train_model = torch.compile(train_model, dynamic=True)
     return train_model
 
 
