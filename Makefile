@@ -93,7 +93,7 @@ repro: $(STAMP) $(PUBLISHED)/model.safetensors
 # PYTEST_ARGS adds pytest options, e.g. PYTEST_ARGS="--durations=25" or PYTEST_ARGS="-k share".
 # PYTEST_ARGS reaches pytest through the environment (PYTEST_ADDOPTS, split by pytest, quotes
 # and all), never through the shell.
-TEST_WORKERS ?= 4
+TEST_WORKERS ?= 3
 export PYTEST_ARGS
 test: $(STAMP) $(PUBLISHED)/model.safetensors
 	PYTEST_ADDOPTS="$${PYTEST_ADDOPTS:-} $${PYTEST_ARGS:-}" $(BIN)/python -m pytest -q -n $(TEST_WORKERS)

@@ -373,13 +373,17 @@ def test_squad_matches_by_id_and_unanswered_scores_zero():
     assert out == {"exact_match": 50.0, "f1": 50.0}
 
 
-def test_loading_a_metric_skips_transformers_pipelines_and_leaves_it_importable():
-    """`import evaluate` would import transformers.pipelines (seconds per stage); ours must not,
-    and must not leave that module unimportable for code that needs it later."""
+def test_loading_a_metric_skips_what_evaluators_import_and_leaves_it_importable():
+    """`import evaluate` would import transformers (its pipelines: seconds per stage) and
+    scipy.stats for its evaluators, which ctxrep never uses; ours must not, must not leave
+    those modules unimportable for code that needs them later, and a metric that needs
+    scipy.stats still computes."""
     code = ("import sys\n"
             "from ctxrep.metrics import compute\n"
             "assert compute('accuracy', [0, 1], [0, 0]) == {'accuracy': 0.5}\n"
-            "assert 'transformers.pipelines' not in sys.modules, 'evaluate imported pipelines'\n"
-            "import transformers.pipelines\n"
-            "assert hasattr(transformers.pipelines, 'pipeline')\n")
+            "skipped = {'transformers', 'transformers.pipelines', 'scipy.stats'}\n"
+            "assert not skipped & set(sys.modules), skipped & set(sys.modules)\n"
+            "assert round(compute('pearson_spearman', [0.1, 0.5, 0.9], [0.2, 0.4, 1.0])['spearman'], 6) == 1\n"
+            "import scipy.stats, transformers.pipelines\n"
+            "assert hasattr(transformers.pipelines, 'pipeline') and hasattr(scipy.stats, 'pearsonr')\n")
     subprocess.run([sys.executable, "-c", code], check=True)

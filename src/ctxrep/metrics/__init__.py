@@ -123,25 +123,31 @@ def _remove_scratch(owner: int, path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _import_evaluate():
-    """``import evaluate``, without the import of ``transformers.pipelines`` it makes on the way.
+# What evaluate's evaluators import, each inside ``try: … except ImportError`` (their tasks
+# list, their bootstrap): ctxrep never uses evaluators, only metric modules.
+EVALUATOR_IMPORTS = ("transformers.pipelines", "transformers", "scipy.stats")
 
-    ``evaluate/evaluator/__init__.py`` imports ``transformers.pipelines`` (5 s of a stage's
-    start-up on this CPU) only to list the tasks its evaluators support; ctxrep never uses
-    evaluators. A ``None`` entry in ``sys.modules`` makes that import raise ``ImportError``,
-    which evaluate handles as "transformers absent"; the entry is removed right after, so
-    ``transformers.pipelines`` stays importable in this process.
+
+def _import_evaluate():
+    """``import evaluate``, without the imports its evaluators make on the way.
+
+    ``evaluate/evaluator/`` imports ``transformers.pipelines`` (5 s of a stage's start-up on
+    this CPU, with ``transformers`` itself) only to list the tasks its evaluators support, and
+    ``scipy.stats`` for their bootstrap (0.6 s); ctxrep never uses evaluators. A ``None`` entry
+    in ``sys.modules`` makes an import raise ``ImportError``, which evaluate handles as "not
+    installed"; the entries are removed right after, so each module stays importable in this
+    process (a metric that needs ``scipy.stats`` imports it when it is loaded).
     """
     if "evaluate" in sys.modules:
         return sys.modules["evaluate"]
-    block = "transformers.pipelines" not in sys.modules
-    if block:
-        sys.modules["transformers.pipelines"] = None
+    blocked = [name for name in EVALUATOR_IMPORTS if name not in sys.modules]
+    for name in blocked:
+        sys.modules[name] = None
     try:
         import evaluate
     finally:
-        if block:
-            del sys.modules["transformers.pipelines"]
+        for name in blocked:
+            del sys.modules[name]
     return evaluate
 
 
