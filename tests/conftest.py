@@ -303,6 +303,12 @@ def kill_stage_when(repo: Path, script: str, args: list[str], condition, env: di
     return False
 
 
+# The environment of a stage run without MLflow runs (``CTXREP_MLFLOW=0``): for tests whose
+# assertions are about outputs, DVC and errors (MLflow's import and store cost 2.5 to 3 s of CPU
+# in every stage process); tests/test_tracking.py checks the outputs are the same either way.
+NO_MLFLOW = {"CTXREP_MLFLOW": "0"}
+
+
 @pytest.fixture(scope="module")
 def without_mlflow():
     """Stages run with ``CTXREP_MLFLOW=0`` in this module: no MLflow runs (a few seconds less
@@ -310,7 +316,8 @@ def without_mlflow():
     the MLflow tests keep it on (``tests/test_tracking.py`` checks that the outputs are the
     same either way)."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("CTXREP_MLFLOW", "0")
+        for key, value in NO_MLFLOW.items():
+            mp.setenv(key, value)
         yield
 
 

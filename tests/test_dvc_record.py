@@ -21,7 +21,7 @@ import yaml
 
 from ctxrep import config
 from ctxrep.training.curves import is_point
-from tests.conftest import REPO, copy_run, scratch_repo, tree_hash
+from tests.conftest import NO_MLFLOW, REPO, copy_run, scratch_repo, tree_hash
 from tests.pipeline_deps import code_dep_problems, code_deps, covered
 
 # Files in the workspace that no stage declares: the project itself, DVC's and git's own,
@@ -172,12 +172,6 @@ def _dvc(repo: Path, *args: str, env: dict | None = None, check: bool = True,
     return proc.stdout if stdout_only else proc.stdout + proc.stderr
 
 
-# For the runs below whose assertions are about outputs and DVC, not MLflow: stages run without
-# MLflow runs (a few seconds less per stage; tests/test_tracking.py checks that the outputs are
-# the same either way). The MLflow tests read the tiny run's own store.
-OUTPUTS_ONLY = {"CTXREP_MLFLOW": "0"}
-
-
 @pytest.fixture
 def run(tiny_run):
     """The session's tiny run (tests/conftest.py, ``tiny_run``): read it, or copy it first."""
@@ -258,7 +252,7 @@ def test_every_file_the_pipeline_wrote_is_a_declared_output(run):
 def test_a_second_run_with_the_same_params_runs_nothing(run, tmp_path):
     repo, _, env = run
     repo = copy_run(repo, tmp_path / "repo")
-    out = _dvc(repo, "exp", "run", "-S", "profile=tiny", env={**env, **OUTPUTS_ONLY})
+    out = _dvc(repo, "exp", "run", "-S", "profile=tiny", env={**env, **NO_MLFLOW})
     ran = [line for line in out.splitlines() if line.startswith("Running stage")]
     assert ran == ["Running stage 'locate_data':"], out  # it always looks; nothing else runs
 
@@ -277,7 +271,7 @@ def test_run_cache_a_b_a_gives_back_run_a_byte_for_byte(run, tmp_path):
                 for f in files}
 
     lr = yaml.safe_load((repo / "params.yaml").read_text())["pretrain_bilm"]["lr"]
-    env = {**env, **OUTPUTS_ONLY}
+    env = {**env, **NO_MLFLOW}
     a = snapshot()
     _dvc(repo, "exp", "run", "-S", "profile=tiny", "-S", f"pretrain_bilm.lr={lr * 5}",
          "pretrain_bilm", env=env)
@@ -469,7 +463,7 @@ def test_plots_diff_of_two_experiments_lists_every_curve_and_figure(run, tmp_pat
     records' curves."""
     repo, _, env = run
     repo = copy_run(repo, tmp_path / "repo")   # the experiments leave the shared run as it was
-    env = {**env, **OUTPUTS_ONLY}
+    env = {**env, **NO_MLFLOW}
     params = yaml.safe_load((repo / "params.yaml").read_text())
     lr = params["pretrain_bilm"]["lr"]
     _dvc(repo, "exp", "run", "-n", "plots-a", "-S", "profile=tiny", "pretrain_bilm", env=env)
@@ -537,7 +531,7 @@ def test_published_weights_run_through_the_same_pipeline(run, tmp_path):
     if not ELMO_FIXTURE.is_dir():
         pytest.skip(f"fixture folder {ELMO_FIXTURE} is absent")
     repo, _, env = run
-    env = {**env, **OUTPUTS_ONLY}
+    env = {**env, **NO_MLFLOW}
     copy = copy_run(repo, tmp_path / "repo")
     bert = save_tiny_hf_bert(tmp_path / "tiny-bert")
     out = _dvc(copy, "exp", "run", "-S", "profile=tiny",
@@ -611,7 +605,7 @@ def test_the_left_to_right_lm_runs_in_its_own_stages_and_is_judged_beside_bert(r
     # one fine-tuning rate of the tiny profile's two: a cell is a cell, and the cost halves
     out = _dvc(copy, "exp", "run", "-S", "profile=tiny", "-S", "left_to_right=[gpt]",
                "-S", "transfer.gpt-finetune.lr=[0.003]",
-               env={**env, **OUTPUTS_ONLY, config.TRACE_ENV: str(trace)})
+               env={**env, **NO_MLFLOW, config.TRACE_ENV: str(trace)})
     ran = {line.split("'")[1] for line in out.splitlines() if line.startswith("Running stage")}
     tasks = ("sst2", "ud_pos")
     assert ran == {"locate_data", "pretrain_ltr@gpt", "extract_ltr@gpt", "report",
@@ -646,7 +640,7 @@ def test_a_hugging_face_checkpoint_is_configuration_and_reruns_only_its_own_stag
     checkpoint = save_tiny_checkpoint("roberta", tmp_path / "roberta")
     entry = f"+hf.rob={{path:{checkpoint},pooling:first,max_seq_len:64}}"
     out = _dvc(copy, "exp", "run", "-S", "profile=tiny", "-S", entry, "transfer_hf@ud_pos-rob",
-               env={**env, **OUTPUTS_ONLY, config.TRACE_ENV: str(trace)})
+               env={**env, **NO_MLFLOW, config.TRACE_ENV: str(trace)})
     ran = {line.split("'")[1] for line in out.splitlines() if line.startswith("Running stage")}
     assert ran == {"locate_data", "extract_hf@rob", "transfer_hf@ud_pos-rob"}, out
     cell = json.loads((copy / "metrics/transfer/ud_pos/hf-rob.json").read_text())

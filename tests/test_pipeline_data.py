@@ -10,7 +10,7 @@ import sys
 import pytest
 import yaml
 
-from tests.conftest import copy_run, dvc, scratch_repo
+from tests.conftest import NO_MLFLOW, copy_run, dvc, scratch_repo
 
 pytestmark = pytest.mark.slow
 
@@ -52,19 +52,18 @@ def test_the_data_source_is_a_dependency(tmp_path, tiny_mirror):
     """Fetched once with no mirror (unavailable), then with the mirror: the fetch reruns and
     serves the mirror; a changed mirror file reruns it again."""
     repo = scratch_repo(tmp_path, "tiny")
-    no_mlflow = {"CTXREP_MLFLOW": "0"}  # outputs and DVC, not MLflow: see tests/conftest.py
-    no_mirror = {"CTXREP_DATA_MIRROR": "", "HF_HUB_OFFLINE": "1", **no_mlflow}
+    no_mirror = {"CTXREP_DATA_MIRROR": "", "HF_HUB_OFFLINE": "1", **NO_MLFLOW}
     dvc(repo, "repro", "fetch_tasks@wic", env=no_mirror)
     assert not json.loads((repo / "data/raw/tasks/wic/MANIFEST.json").read_text())["available"]
     mirror = tmp_path / "mirror"
     shutil.copytree(tiny_mirror, mirror)
-    out = dvc(repo, "repro", "fetch_tasks@wic", env={"CTXREP_DATA_MIRROR": str(mirror), **no_mlflow})
+    out = dvc(repo, "repro", "fetch_tasks@wic", env={"CTXREP_DATA_MIRROR": str(mirror), **NO_MLFLOW})
     assert "Running stage 'fetch_tasks@wic'" in out
     manifest = json.loads((repo / "data/raw/tasks/wic/MANIFEST.json").read_text())
     assert manifest["available"] and manifest["source"] == "mirror"
     gold = mirror / "tasks/wic/train/train.gold.txt"
     gold.write_text(gold.read_text().replace("F\n", "T\n", 1))
-    out = dvc(repo, "repro", "fetch_tasks@wic", env={"CTXREP_DATA_MIRROR": str(mirror), **no_mlflow})
+    out = dvc(repo, "repro", "fetch_tasks@wic", env={"CTXREP_DATA_MIRROR": str(mirror), **NO_MLFLOW})
     assert "Running stage 'fetch_tasks@wic'" in out
     assert json.loads((repo / "data/raw/tasks/wic/MANIFEST.json").read_text()) != manifest
 

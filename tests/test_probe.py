@@ -178,17 +178,16 @@ def test_feature_store_round_trip_used_by_the_probe(tmp_path):
 
 @pytest.mark.slow
 def test_probe_stage_end_to_end(tmp_path):
-    from conftest import run_stage, scratch_repo
+    from conftest import NO_MLFLOW, run_stage, scratch_repo
 
     repo = scratch_repo(tmp_path)
     dataset = make_ud_pos(repo / "data/features/bilm/ud_pos", np.random.default_rng(3))
     dataset.save_to_disk(str(repo / "data/raw/tasks/ud_pos/dataset"))
     (repo / "data/raw/tasks/ud_pos/MANIFEST.json").write_text('{"available": true}')
-    no_mlflow = {"CTXREP_MLFLOW": "0"}  # outputs and errors, not MLflow (tests/conftest.py)
-    proc = run_stage(repo, "probe.py", "bilm", env=no_mlflow)
+    proc = run_stage(repo, "probe.py", "bilm", env=NO_MLFLOW)
     assert "[probe@bilm] done" in proc.stdout
     result = json.loads((repo / "metrics/probe/bilm.json").read_text())
     scores = result["tasks"]["ud_pos"]["layers"]
     assert scores.index(max(scores)) == SIGNAL_LAYER
     assert "skipped" in result["tasks"]["wic"]
-    assert run_stage(repo, "probe.py", "gpt", env=no_mlflow, check=False).returncode != 0
+    assert run_stage(repo, "probe.py", "gpt", env=NO_MLFLOW, check=False).returncode != 0

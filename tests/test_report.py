@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import link_published, run_stage, scratch_repo
+from conftest import NO_MLFLOW, link_published, run_stage, scratch_repo
 from ctxrep.config import METHODS
 from ctxrep.report import ReportInputError, build_report, load_inputs, write_report
 from ctxrep.report.build import FIGURES_DIR, REPORT_PATH, SUMMARY_PATH, ledger_section
@@ -488,15 +488,14 @@ def test_report_stage_end_to_end(tmp_path):
     repo = scratch_repo(tmp_path, "claims")  # a grid with sst2
     link_published(repo)  # the claims profile's BERT is the published MiniLM
     make_repo(repo)
-    no_mlflow = {"CTXREP_MLFLOW": "0"}  # outputs and errors, not MLflow (tests/conftest.py)
-    proc = run_stage(repo, "report.py", env=no_mlflow)
+    proc = run_stage(repo, "report.py", env=NO_MLFLOW)
     assert "[report] done" in proc.stdout
     summary = json.loads((repo / SUMMARY_PATH).read_text())
     assert summary["cells"]["sst2"]["elmo"]["n_seeds"] == 3
     assert "squad" not in summary["cells"]     # a cell outside this grid is not mixed in
     assert (repo / REPORT_PATH).exists() and (repo / FIGURES_DIR / "probe_layers.png").exists()
     write(repo, "metrics/transfer/sst2/static.json", "{oops")
-    bad = run_stage(repo, "report.py", env=no_mlflow, check=False)
+    bad = run_stage(repo, "report.py", env=NO_MLFLOW, check=False)
     assert bad.returncode == 2 and "metrics/transfer/sst2/static.json" in bad.stderr
 
 
