@@ -14,7 +14,8 @@ import torch
 from ctxrep import config
 from ctxrep.families import family
 from ctxrep.io import atomic_dir, write_json
-from ctxrep.models.hf_features import HFFeaturizer, checkpoint_record
+from ctxrep.models.hf_checkpoint import checkpoint_record
+from ctxrep.models.hf_features import HFFeaturizer
 from ctxrep.stage import stage
 from ctxrep.transfer.data import TaskUnavailable, load_task, spec
 from ctxrep.transfer.extract import FEATURIZERS, extract_task

@@ -11,4 +11,4 @@ import sys
 from ctxrep.transfer.cell_stage import cell_stage
 from ctxrep.transfer.feature_train import FeatureBased
 
-cell_stage(sys.argv[1], sys.argv[2], FeatureBased)
+cell_stage(sys.argv[1], sys.argv[2], FeatureBased.for_cell)

@@ -628,10 +628,11 @@ def test_the_left_to_right_lm_runs_in_its_own_stages_and_is_judged_beside_bert(r
 def test_a_hugging_face_checkpoint_is_configuration_and_reruns_only_its_own_stages(run, tmp_path):
     """`-S +hf.rob={path: …}` on a finished tiny run: a RoBERTa checkpoint saved by
     `save_pretrained` (byte-level BPE, an architecture the project has no code of its own for)
-    is featurized by extract_hf@rob and trained on by its cell, and every other stage stays up
-    to date: `dvc status` then names only the checkpoint's other cell and the report. Every file
-    they write is declared, every param and file they read too, and the features name the
-    checkpoint's files with their sha256."""
+    is featurized by extract_hf@rob, trained on frozen by its feature-based cell and fine-tuned
+    by its fine-tuned cell, and every other stage stays up to date: `dvc status` then names only
+    the checkpoint's cells on the other task and the report. Every file they write is declared,
+    every param and file they read too, and the features name the checkpoint's files with their
+    sha256."""
     from ctxrep.io import sha256_file
     from tests.hf_checkpoints import save_tiny_checkpoint
 
@@ -640,17 +641,24 @@ def test_a_hugging_face_checkpoint_is_configuration_and_reruns_only_its_own_stag
     checkpoint = save_tiny_checkpoint("roberta", tmp_path / "roberta")
     entry = f"+hf.rob={{path:{checkpoint},pooling:first,max_seq_len:64}}"
     out = _dvc(copy, "exp", "run", "-S", "profile=tiny", "-S", entry, "transfer_hf@ud_pos-rob",
-               env={**env, **NO_MLFLOW, config.TRACE_ENV: str(trace)})
+               "finetune_hf@ud_pos-rob", env={**env, **NO_MLFLOW, config.TRACE_ENV: str(trace)})
     ran = {line.split("'")[1] for line in out.splitlines() if line.startswith("Running stage")}
-    assert ran == {"locate_data", "extract_hf@rob", "transfer_hf@ud_pos-rob"}, out
+    assert ran == {"locate_data", "extract_hf@rob", "transfer_hf@ud_pos-rob",
+                   "finetune_hf@ud_pos-rob"}, out
     cell = json.loads((copy / "metrics/transfer/ud_pos/hf-rob.json").read_text())
     assert len(cell["seeds"]) == 2 and len(cell["mix_weights"]["input"][0]) == 3, cell  # h_0..h_2
+    tuned = json.loads((copy / "metrics/transfer/ud_pos/hf-rob-finetune.json").read_text())
+    assert len(tuned["seeds"]) == 2 and tuned["method"] == "hf-rob-finetune", tuned
+    assert tuned["scores"] and "bert" not in tuned, tuned  # the checkpoint, not a BERT of ours
+    ledger = json.loads((copy / "reports/compute/finetune_hf@ud_pos-rob.json").read_text())
+    assert ledger["flops"] > 0 and ledger["unit"] == "sub-word tokens", ledger
     record = json.loads((copy / "data/features/hf-rob/checkpoint.json").read_text())
     assert record["model_type"] == "roberta"
     assert record["files"] == {p.name: sha256_file(p) for p in checkpoint.iterdir() if p.is_file()}
     status = _dvc(copy, "status", "--json", env=env, stdout_only=True)
     always = {"locate_data"}  # it looks at the data sources on every run
-    assert set(json.loads(status)) - always == {"transfer_hf@sst2-rob", "report"}, status
+    assert set(json.loads(status)) - always == {"transfer_hf@sst2-rob", "finetune_hf@sst2-rob",
+                                                "report"}, status
 
     assert_declared_exactly(copy, trace, ran - {"locate_data"})
 

@@ -11,7 +11,8 @@ import torch
 from ctxrep.config import ParamError, read_params
 from ctxrep.config.composition import compose
 from ctxrep.io import sha256_file
-from ctxrep.models.hf_features import HFFeaturizer, checkpoint_record
+from ctxrep.models.hf_checkpoint import checkpoint_record
+from ctxrep.models.hf_features import HFFeaturizer
 from tests.conftest import REPO
 from tests.hf_checkpoints import ARCHITECTURES, save_tiny_checkpoint
 
@@ -103,10 +104,11 @@ def test_a_bad_entry_is_refused_naming_its_key(checkpoints, tmp_path, entry, key
     assert f"'{key}'" in str(refused.value) and (message is None or message in str(refused.value))
 
 
-def test_a_name_that_is_not_a_plain_word_is_refused(checkpoints, tmp_path):
+@pytest.mark.parametrize("name", ["Rob", "finetune"])  # finetune: hf-finetune is a section
+def test_a_name_that_is_not_a_plain_word_is_refused(checkpoints, tmp_path, name):
     entry = f"{{path:{checkpoints['roberta']},pooling:first,max_seq_len:64}}"
-    compose("tiny", [f"+hf.Rob={entry}"], root=REPO, out=tmp_path / "params.yaml")
-    with pytest.raises(ParamError, match="'hf' = 'Rob'"):
+    compose("tiny", [f"+hf.{name}={entry}"], root=REPO, out=tmp_path / "params.yaml")
+    with pytest.raises(ParamError, match=f"'hf' = '{name}'"):
         read_params(tmp_path)
 
 
@@ -117,9 +119,14 @@ def test_a_good_entry_adds_its_method_to_the_report_and_its_stages(checkpoints, 
     compose("tiny", [f"+hf.rob={entry}"], root=REPO, out=tmp_path / "params.yaml")
     params = read_params(tmp_path)
     methods = config.grid_methods(params["grid"], params["left_to_right"], params["hf"])
-    assert methods[-1] == "hf-rob"
+    assert methods[-2:] == ["hf-rob", "hf-rob-finetune"]  # frozen, then fine-tuned
     assert config.cell_stage_name("ud_pos", "hf-rob") == "transfer_hf@ud_pos-rob"
+    assert config.cell_stage_name("ud_pos", "hf-rob-finetune") == "finetune_hf@ud_pos-rob"
     assert config.extract_stage_name("hf-rob") == "extract_hf@rob"
     assert config.features_of("hf-rob") == "hf-rob" and config.reads_word_vectors("hf-rob")
+    assert config.is_finetune_method("hf-rob-finetune") and not config.is_feature_method(
+        "hf-rob-finetune") and not config.reads_word_vectors("hf-rob-finetune")
     common, p = config.load_transfer("hf-rob", params)
     assert p == config.load_transfer("bert-feature", params)[1]  # as bert-feature's, by default
+    common, tuned = config.load_transfer("hf-rob-finetune", params)
+    assert isinstance(tuned, config.FinetuneTrainingParams) and not hasattr(tuned, "bert")

@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import ast
 import functools
-import hashlib
 import json
 import sys
 from pathlib import Path
+
+from ctxrep.io import sha256_file
 
 PACKAGE = "ctxrep"
 LAUNCHER = f"src/{PACKAGE}/launch.py"  # every stage starts through it (dvc.yaml's cmd)
@@ -139,8 +140,7 @@ def script_files(script: Path, root: Path) -> set[str]:
 
 def manifest(script: Path, root: Path) -> dict[str, str]:
     """``{path: sha256}`` of the files :func:`script_files` names, sorted by path."""
-    return {path: hashlib.sha256((root / path).read_bytes()).hexdigest()
-            for path in sorted(script_files(script, root))}
+    return {path: sha256_file(root / path) for path in sorted(script_files(script, root))}
 
 
 def manifest_path(script: str) -> str:

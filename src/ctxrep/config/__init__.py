@@ -30,21 +30,26 @@ from ctxrep.config.fields import MAX_SEED, ParamError, as_dict, as_param_error, 
 from ctxrep.config.methods import (BERT_MODELS, FEATURE_METHODS, FEATURE_SETS, FEATURES_OF,
                                    FINETUNE_METHODS, FROM_SCRATCH, LEFT_TO_RIGHT, METHODS,
                                    READS_WORD_VECTORS, cell_stage_name, extract_stage_name,
-                                   features_of, hf_method, hf_name, is_feature_method,
-                                   left_to_right_family, pretrain_stage_name, reads_word_vectors)
+                                   features_of, hf_finetune_method, hf_method, hf_name,
+                                   is_feature_method, is_finetune_method, is_hf_finetune,
+                                   left_to_right_family, pretrain_stage_name, reads_word_vectors,
+                                   transfer_section)
 from ctxrep.config.params import (GRID_KEYS, PARAMS_FILE, TRACE_ENV, grid_methods, load_hf,
                                   load_section, load_transfer, load_transfer_common, read_params,
                                   validate, write_trace)
 from ctxrep.config.sections import (SECTIONS, TRAIN_INPUT, BertParams, BiLMParams, LeftToRightParams,
-                                    ExtractParams, FeatureTransferParams, FinetuneTransferParams,
-                                    HFEncoderParams, ImportBertParams, IntrinsicParams, LearningCurveParams,
+                                    ExtractParams, FeatureTransferParams, FinetuneTrainingParams,
+                                    FinetuneTransferParams, HFEncoderParams, ImportBertParams,
+                                    IntrinsicParams, LearningCurveParams,
                                     LoopParams, NeighborsParams, ProbeParams, StaticParams, TokenizeParams,
                                     TransferCommon)
 
 __all__ = [
     "BERT_MODELS", "FEATURE_METHODS", "FEATURE_SETS", "FEATURES_OF", "FINETUNE_METHODS",
     "FROM_SCRATCH", "LEFT_TO_RIGHT", "cell_stage_name", "extract_stage_name", "left_to_right_family",
-    "pretrain_stage_name", "features_of", "hf_method", "hf_name", "is_feature_method",
+    "pretrain_stage_name", "features_of", "hf_method", "hf_finetune_method", "hf_name",
+    "is_feature_method", "is_finetune_method", "is_hf_finetune", "FinetuneTrainingParams",
+    "transfer_section",
     "reads_word_vectors", "load_hf", "HFEncoderParams",
     "GRID_KEYS", "MAX_SEED", "METHODS", "PARAMS_FILE", "READS_WORD_VECTORS", "SECTIONS", "TRACE_ENV",
     "TRAIN_INPUT", "BertParams", "BiLMParams", "LeftToRightParams", "ExtractParams", "FeatureTransferParams",

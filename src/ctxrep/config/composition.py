@@ -9,10 +9,9 @@ from typing import Any
 import yaml
 
 from ctxrep.config.fields import ParamError, from_dict
-from ctxrep.config.methods import is_feature_method
-from ctxrep.config.params import (CONF_DIR, PARAMS_FILE, _section, check_profile_name)
-from ctxrep.config.sections import (SECTIONS, FeatureTransferParams, FinetuneTransferParams,
-                                    TransferCommon)
+from ctxrep.config.params import (CONF_DIR, PARAMS_FILE, _section, check_profile_name,
+                                  transfer_params_class)
+from ctxrep.config.sections import SECTIONS
 
 PROFILE_DIR = f"{CONF_DIR}/profile"
 
@@ -24,12 +23,8 @@ def defaults(path: str, **overrides):
     conf = Path(__file__).resolve().parents[3] / CONF_DIR / "config.yaml"
     raw = yaml.safe_load(conf.read_text(encoding="utf-8"))
     values = {**_section(raw, *path.split(".")), **overrides}
-    if path.startswith("transfer."):
-        method = path.split(".", 1)[1]
-        cls = (TransferCommon if method == "common" else FeatureTransferParams
-               if is_feature_method(method) else FinetuneTransferParams)
-    else:
-        cls = SECTIONS[path]
+    cls = (transfer_params_class(path.split(".", 1)[1]) if path.startswith("transfer.")
+           else SECTIONS[path])
     return from_dict(cls, values, path)
 
 

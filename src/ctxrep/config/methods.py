@@ -37,24 +37,44 @@ FEATURE_SETS = tuple(dict.fromkeys(f for f in FEATURES_OF.values() if f is not N
 
 
 # A Hugging Face checkpoint named in params ``hf`` (``hf: {<name>: {path: ..., pooling: ...}}``)
-# is a feature-based method of its own, ``hf-<name>``: its frozen layers (data/features/hf-<name>,
-# from ``extract_hf@<name>``), mixed as ``bert-feature``'s and read beside x_k, in cells
-# ``transfer_hf@<task>-<name>`` on every grid task, trained with ``transfer.hf-feature``'s values.
-# Its name comes from the params, so it is never in the tables above: these functions say what
-# such a method reads and where it runs.
+# has two methods of its own, as BERT has: ``hf-<name>``, its frozen layers (data/features/
+# hf-<name>, from ``extract_hf@<name>``) mixed as ``bert-feature``'s and read beside x_k, in cells
+# ``transfer_hf@<task>-<name>`` trained with ``transfer.hf-feature``'s values; and
+# ``hf-<name>-finetune``, the checkpoint and a task head trained together
+# (:mod:`ctxrep.models.hf_checkpoint`), in cells ``finetune_hf@<task>-<name>`` trained with
+# ``transfer.hf-finetune``'s. Both run on every grid task. Their names come from the params, so
+# they are never in the tables above: these functions say what such a method reads and where it
+# runs.
 HF_PREFIX = "hf-"
+HF_FINETUNE_SUFFIX = "-finetune"
 HF_TRANSFER_SECTION = "hf-feature"
+HF_FINETUNE_SECTION = "hf-finetune"
 HF_NAME = re.compile(r"[a-z0-9][a-z0-9_]{0,39}")
+# Names whose methods would read as the two sections' names.
+HF_RESERVED = ("feature", "finetune")
 
 
 def hf_method(name: str) -> str:
-    """The method (and feature set) of the Hugging Face checkpoint ``name`` of params ``hf``."""
+    """The feature-based method (and feature set) of the Hugging Face checkpoint ``name``."""
     return HF_PREFIX + name
 
 
+def hf_finetune_method(name: str) -> str:
+    """The fine-tuned method of the Hugging Face checkpoint ``name``."""
+    return HF_PREFIX + name + HF_FINETUNE_SUFFIX
+
+
 def hf_name(method: str) -> str | None:
-    """The params ``hf`` entry whose method (or feature set) ``method`` is, or None."""
-    return method.removeprefix(HF_PREFIX) if method.startswith(HF_PREFIX) else None
+    """The params ``hf`` entry whose method or feature set ``method`` is, or None."""
+    if not method.startswith(HF_PREFIX):
+        return None
+    name = method.removeprefix(HF_PREFIX).removesuffix(HF_FINETUNE_SUFFIX)
+    return name if HF_NAME.fullmatch(name) else None
+
+
+def is_hf_finetune(method: str) -> bool:
+    """``hf-<name>-finetune`` (and the section ``hf-finetune`` its cells read)."""
+    return hf_name(method) is not None and method.endswith(HF_FINETUNE_SUFFIX)
 
 
 def features_of(method: str) -> str | None:
@@ -63,16 +83,24 @@ def features_of(method: str) -> str | None:
 
 
 def is_feature_method(method: str) -> bool:
-    return method in FEATURE_METHODS or hf_name(method) is not None
+    return method in FEATURE_METHODS or (hf_name(method) is not None
+                                         and not is_hf_finetune(method))
+
+
+def is_finetune_method(method: str) -> bool:
+    return method in FINETUNE_METHODS or is_hf_finetune(method)
 
 
 def reads_word_vectors(method: str) -> bool:
-    return method in READS_WORD_VECTORS or hf_name(method) is not None
+    return method in READS_WORD_VECTORS or (hf_name(method) is not None
+                                            and not is_hf_finetune(method))
 
 
 def transfer_section(method: str) -> str:
     """The key under ``transfer`` that holds a method's training values."""
-    return HF_TRANSFER_SECTION if hf_name(method) is not None else method
+    if hf_name(method) is None:
+        return method
+    return HF_FINETUNE_SECTION if is_hf_finetune(method) else HF_TRANSFER_SECTION
 
 
 def left_to_right_family(method: str) -> str | None:
@@ -84,9 +112,9 @@ def cell_stage_name(task: str, method: str) -> str:
     """The DVC stage of one cell: ``transfer@<task>-<method>`` (feature-based) or
     ``finetune@<task>-<method>`` (fine-tuned); a left-to-right LM's methods are
     ``transfer_ltr@<task>-<family>`` and ``finetune_ltr@<task>-<family>``; a Hugging Face
-    checkpoint's, ``transfer_hf@<task>-<name>``."""
+    checkpoint's, ``transfer_hf@<task>-<name>`` and ``finetune_hf@<task>-<name>``."""
     if (name := hf_name(method)) is not None:
-        return f"transfer_hf@{task}-{name}"
+        return f"{'finetune' if is_hf_finetune(method) else 'transfer'}_hf@{task}-{name}"
     group = "finetune" if method in FINETUNE_METHODS else "transfer"
     family = left_to_right_family(method)
     return f"{group}_ltr@{task}-{family}" if family else f"{group}@{task}-{method}"

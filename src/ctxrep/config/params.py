@@ -13,11 +13,12 @@ from typing import Any
 import yaml
 
 from ctxrep.config.fields import ParamError, from_dict
-from ctxrep.config.methods import (FEATURE_METHODS, FEATURES_OF, FINETUNE_METHODS, HF_NAME,
-                                   HF_TRANSFER_SECTION, LEFT_TO_RIGHT, METHODS, hf_method,
-                                   is_feature_method, left_to_right_family, transfer_section)
-from ctxrep.config.sections import (SECTIONS, FeatureTransferParams, FinetuneTransferParams,
-                                    HFEncoderParams, TransferCommon)
+from ctxrep.config.methods import (FEATURE_METHODS, FEATURES_OF, FINETUNE_METHODS, HF_FINETUNE_SECTION,
+                                   HF_NAME, HF_RESERVED, HF_TRANSFER_SECTION, LEFT_TO_RIGHT, METHODS,
+                                   hf_finetune_method, hf_method, is_feature_method,
+                                   left_to_right_family, transfer_section)
+from ctxrep.config.sections import (SECTIONS, FeatureTransferParams, FinetuneTrainingParams,
+                                    FinetuneTransferParams, HFEncoderParams, TransferCommon)
 
 PARAMS_FILE = "params.yaml"
 CONF_DIR = "conf"
@@ -26,15 +27,26 @@ PROFILE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 TRACE_ENV = "CTXREP_PARAMS_TRACE"
 
 
+def transfer_params_class(section: str) -> type:
+    """The dataclass of ``transfer.<section>``."""
+    if section == "common":
+        return TransferCommon
+    if section == HF_FINETUNE_SECTION:
+        return FinetuneTrainingParams
+    return FeatureTransferParams if is_feature_method(section) else FinetuneTransferParams
+
+
 def load_transfer(method: str, params: dict):
     """(common, method params) for one transfer cell, validated. A Hugging Face checkpoint's
-    method ``hf-<name>`` reads ``transfer.hf-feature``, shared by every checkpoint of ``hf``."""
+    methods ``hf-<name>`` and ``hf-<name>-finetune`` read ``transfer.hf-feature`` and
+    ``transfer.hf-finetune``, shared by every checkpoint of ``hf``."""
     section = transfer_section(method)
-    if section not in METHODS and section != HF_TRANSFER_SECTION:
-        raise ParamError("method", method, f"one of {list(METHODS)}, or hf-<a name of params hf>")
+    if section not in METHODS and section not in (HF_TRANSFER_SECTION, HF_FINETUNE_SECTION):
+        raise ParamError("method", method, f"one of {list(METHODS)}, or hf-<a name of params "
+                                           f"hf>, or hf-<a name of params hf>-finetune")
     return load_transfer_common(params), from_dict(
-        FeatureTransferParams if is_feature_method(section) else FinetuneTransferParams,
-        _section(params, "transfer", section), f"transfer.{section}")
+        transfer_params_class(section), _section(params, "transfer", section),
+        f"transfer.{section}")
 
 
 def load_hf(params: dict, name: str) -> HFEncoderParams:
@@ -62,10 +74,11 @@ GRID_KEYS = ("tasks", "feature_based", "fine_tuned")
 def grid_methods(grid: dict, left_to_right: list[str] = (), hf: dict | None = None) -> list[str]:
     """Every method of the grid, feature-based first, then those of the left-to-right LM
     families the profile lists (params ``left_to_right``) and of its Hugging Face checkpoints
-    (params ``hf``), as the report lists them."""
+    (params ``hf``: frozen, then fine-tuned), as the report lists them."""
     return [*grid["feature_based"], *grid["fine_tuned"],
             *(m for family in left_to_right for m in LEFT_TO_RIGHT[family]),
-            *(hf_method(name) for name in (hf if hf is not None else {}))]
+            *(hf_method(name) for name in (hf if hf is not None else {})),
+            *(hf_finetune_method(name) for name in (hf if hf is not None else {}))]
 
 
 def read_params(root: Path | str = ".") -> dict:
@@ -112,9 +125,10 @@ def validate(raw: dict) -> None:
     if len(set(raw["left_to_right"])) != len(raw["left_to_right"]):
         raise ParamError("left_to_right", raw["left_to_right"], "each family listed once")
     for name, entry in (raw.get("hf") or {}).items():
-        if not isinstance(name, str) or not HF_NAME.fullmatch(name):
-            raise ParamError("hf", name, f"a checkpoint name matching {HF_NAME.pattern} (its "
-                                         f"method is hf-<name>)")
+        if not isinstance(name, str) or not HF_NAME.fullmatch(name) or name in HF_RESERVED:
+            raise ParamError("hf", name, f"a checkpoint name matching {HF_NAME.pattern}, not "
+                                         f"{' or '.join(HF_RESERVED)} (its methods are "
+                                         f"hf-<name> and hf-<name>-finetune)")
         from_dict(HFEncoderParams, entry, f"hf.{name}")
     for key, allowed in (("feature_based", FEATURE_METHODS), ("fine_tuned", FINETUNE_METHODS)):
         for method in raw["grid"][key]:

@@ -320,13 +320,11 @@ class FeatureTransferParams:
 
 
 @section
-class FinetuneTransferParams:
-    """``transfer.<fine-tuning method>``: BERT and a small head trained together."""
+class FinetuneTrainingParams:
+    """``transfer.hf-finetune``: a Hugging Face checkpoint of params ``hf`` and a small head
+    trained together (method ``hf-<name>-finetune``); the training values every fine-tuning
+    method has."""
 
-    bert: str = param(choices=tuple(BERT_MODELS),
-                      doc="which BERT: pretrain_bert's (trained here, or imported with "
-                          "source=import) or import_bert's (the published one); bert-scratch "
-                          "takes its architecture and vocabulary, freshly initialised")
     seeds: list[int] | None = param(ge=0, le=MAX_SEED,
                                     doc="null = transfer.common.seeds; fewer where "
                                         "fine-tuning is the budget's largest cost")
@@ -373,6 +371,16 @@ class FinetuneTransferParams:
         if self.doc_stride >= self.max_seq_len:
             raise ParamError(f"{section}.doc_stride", self.doc_stride,
                              f"< max_seq_len ({self.max_seq_len})")
+
+
+@section
+class FinetuneTransferParams(FinetuneTrainingParams):
+    """``transfer.<fine-tuning method>``: BERT and a small head trained together."""
+
+    bert: str = param(choices=tuple(BERT_MODELS),
+                      doc="which BERT: pretrain_bert's (trained here, or imported with "
+                          "source=import) or import_bert's (the published one); bert-scratch "
+                          "takes its architecture and vocabulary, freshly initialised")
 
 
 @section

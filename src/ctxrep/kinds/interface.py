@@ -80,6 +80,19 @@ def truncating(tokenizer: Tokenizer, max_len: int) -> Tokenizer:
     return copy
 
 
+def sequence_ends(tokenizer: Tokenizer) -> tuple[int, int]:
+    """The ids of the special tokens ``tokenizer`` puts first and last in a sequence: [CLS] and
+    [SEP] for BERT, <s> and </s> for RoBERTa (what a format that assembles its own sequences,
+    span QA's windows, marks them with)."""
+    marked = tokenizer.encode("a").ids
+    plain = tokenizer.encode("a", add_special_tokens=False).ids
+    start = next((i for i in range(len(marked)) if marked[i:i + len(plain)] == plain), None)
+    if not plain or start in (None, 0) or start + len(plain) == len(marked):
+        raise ValueError("the tokenizer does not put a special token at both ends of a sequence "
+                         f"(\"a\" encodes as {marked})")
+    return marked[0], marked[-1]
+
+
 def sequence_feature(example: int, encoding: Encoding, **fields) -> Feature:
     return {"example": example, "input_ids": encoding.ids, "token_type_ids": encoding.type_ids,
             **fields}

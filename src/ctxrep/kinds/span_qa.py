@@ -19,7 +19,7 @@ from tokenizers import Encoding
 from torch import nn
 
 from ctxrep.analysis.baselines import overlap_window
-from ctxrep.kinds.interface import Feature, TaskFormat, WordTask
+from ctxrep.kinds.interface import Feature, TaskFormat, WordTask, sequence_ends
 from ctxrep.kinds.shared import best_span, word_at, words_with_spans
 from ctxrep.models.bert import BertOutput
 from ctxrep.models.feature_models import FeatureEncoder, pool
@@ -179,7 +179,7 @@ class SpanQAFormat(TaskFormat):
         self.tokenizer = tokenizer
         self.max_seq_len, self.doc_stride = p.max_seq_len, p.doc_stride
         self.max_question = min(MAX_QUESTION_TOKENS, (p.max_seq_len - 3) // 2)
-        self.cls_id, self.sep_id = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+        self.cls_id, self.sep_id = sequence_ends(tokenizer)  # [CLS] and [SEP], or the network's own
 
     @staticmethod
     def answer_tokens(context: Encoding, answers: dict) -> tuple[int, int] | None:

@@ -396,13 +396,19 @@ class BertForPreTraining(nn.Module):
 
 @torch.no_grad()
 def init_bert_weights(module: nn.Module, config: BertConfig) -> None:
-    """BERT's initialisation: weights ~ N(0, initializer_range), biases 0, LayerNorm gain 1 and bias 0."""
+    """BERT's initialisation, with std ``config.initializer_range`` (:func:`init_weights`)."""
+    init_weights(module, config.initializer_range)
+
+
+@torch.no_grad()
+def init_weights(module: nn.Module, std: float) -> None:
+    """BERT's initialisation: weights ~ N(0, std), biases 0, LayerNorm gain 1 and bias 0."""
     if isinstance(module, nn.Linear):
-        nn.init.normal_(module.weight, std=config.initializer_range)
+        nn.init.normal_(module.weight, std=std)
         if module.bias is not None:
             nn.init.zeros_(module.bias)
     elif isinstance(module, nn.Embedding):
-        nn.init.normal_(module.weight, std=config.initializer_range)
+        nn.init.normal_(module.weight, std=std)
         if module.padding_idx is not None:
             module.weight[module.padding_idx].zero_()
     elif isinstance(module, nn.LayerNorm):

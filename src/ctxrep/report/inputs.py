@@ -32,7 +32,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxrep.config.methods import (cell_stage_name, extract_stage_name, hf_name, left_to_right_family,
+from ctxrep.config.methods import (cell_stage_name, extract_stage_name, hf_method, hf_name, left_to_right_family,
                                    pretrain_stage_name)
 from ctxrep.families import NAMES as FAMILY_NAMES
 from ctxrep.transfer.record import CellRecord, ReportInputError, number, require
@@ -274,7 +274,8 @@ def ledger_stages(tasks: list[str], methods: list[str],
               "neighbors", "intrinsic", "extract@bilm",
               "extract@bert", "extract@bilm-random", "extract@bert-random",
               *(stage for f in left_to_right for stage in (pretrain_stage_name(f), extract_stage_name(f))),
-              *(extract_stage_name(m) for m in methods if hf_name(m) is not None)]
+              *dict.fromkeys(extract_stage_name(hf_method(name)) for m in methods
+                             if (name := hf_name(m)) is not None)]
     return ([(name, name) for name in single]
             + [(f"baseline@{t}", "baselines") for t in tasks]
             + [(cell_stage_name(t, m), f"transfer {m}") for m in methods for t in tasks]

@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from ctxrep.families import FAMILIES, LEFT_TO_RIGHT, NAMES
-from ctxrep.config.methods import hf_name
+from ctxrep.config.methods import hf_name, is_hf_finetune
 from ctxrep.io import atomic_file
 from ctxrep.report.inputs import Curve, EvalCurve
 from ctxrep.transfer.record import CellRecord
@@ -213,7 +213,7 @@ def mean_layer_weights(per_seed: list[list[float]]) -> np.ndarray:
 def mix_series(cells: dict[str, CellRecord]) -> dict[str, np.ndarray]:
     """Label ("elmo", "elmo-io input", ...) → mean normalised weights, learned mixes only."""
     series = {}
-    hf = [m for m in cells if hf_name(m) is not None]  # Hugging Face checkpoints: mixed too
+    hf = [m for m in cells if hf_name(m) is not None and not is_hf_finetune(m)]  # mixed too
     for method in (*LEARNED_MIX_METHODS, *hf):
         mix = cells[method].learned_mix if method in cells else {}
         for position, per_seed in sorted(mix.items()):

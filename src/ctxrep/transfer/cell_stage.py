@@ -17,12 +17,13 @@ from ctxrep.transfer.predictions import predictions_dir, write_predictions
 def cell_stage(task: str, method: str, approach_of) -> None:
     """The body of a cell's stage (``transfer@<task>-<method>``, ``finetune@<task>-<method>``,
     or a left-to-right LM's ``*_ltr`` cell: :func:`ctxrep.config.cell_stage_name`): run the cell
-    with the approach ``approach_of(method, params)`` builds, and write its record
+    with the approach ``approach_of(method, section, params)`` builds (``section``: the method's
+    validated ``transfer.<method>``; ``params``: all of them), and write its record
     (metrics/transfer/<task>/<method>.json), each seed's predictions, and its DVCLive curves
     (dvclive/transfer/<task>/<method>/seed<N>/)."""
     with stage(config.cell_stage_name(task, method), None) as ctx:
         common, p = config.load_transfer(method, ctx.params)
-        approach = approach_of(method, p)
+        approach = approach_of(method, p, ctx.params)
         ctx.log_params({"task": task, "method": method, "transfer": {
             "common": config.as_dict(common), method: config.as_dict(p)}})
         live = fresh_folder(Path("dvclive/transfer") / task / method)

@@ -17,6 +17,7 @@ import torch
 from ctxrep import kinds, seeds
 from ctxrep.families import LEFT_TO_RIGHT
 from ctxrep.models.bert import count_parameters, flops_per_token
+from ctxrep.models.subword_pooling import pool_subwords
 from ctxrep.transfer.features import FieldWriter, examples_fingerprint, task_words
 
 log = logging.getLogger(__name__)
@@ -98,19 +99,9 @@ class BertFeaturizer:
             self.flops += length * flops_per_token(self.model.config, length, 0.0) / 3
         results = []
         for i, words in enumerate(batch_words):
-            # The word of each position; -1 for [CLS], [SEP], padding and the "." of an empty text.
-            word_of = torch.tensor([-1 if w is None or w >= len(words) else w
-                                    for w in enc.word_ids(i)])
-            keep = word_of >= 0
-            if self.pooling == "first":  # word ids ascend: a word's first piece starts a new id
-                keep &= word_of != torch.cat([word_of.new_tensor([-1]), word_of[:-1]])
-            positions = keep.nonzero().squeeze(1)
-            ids = word_of[positions]
-            feats = torch.zeros(self.n_layers, len(words), self.dim)
-            feats.index_add_(1, ids, hidden[i][:, positions])
-            counts = torch.bincount(ids, minlength=len(words))
-            self.truncated_words += int((counts == 0).sum())
-            results.append((feats / counts.clamp_min(1)[None, :, None]).numpy())
+            feats, truncated = pool_subwords(hidden[i], enc.word_ids(i), len(words), self.pooling)
+            self.truncated_words += truncated
+            results.append(feats)
         return results
 
 

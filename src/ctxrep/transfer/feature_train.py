@@ -205,6 +205,11 @@ class FeatureBased:
         self.store: FeatureStore | None = None
         self.vectors: WordVectors | None = None
 
+    @classmethod
+    def for_cell(cls, method: str, p, params: dict) -> FeatureBased:
+        """As stage ``transfer`` builds it (its features name everything else it reads)."""
+        return cls(method, p)
+
     def inputs(self, task: str) -> list[Path]:
         """The model's features of ``task`` and the static word vectors, as the method reads
         them."""

@@ -1,10 +1,16 @@
-"""Fine-tuning BERT on a task (Devlin et al. 2019): the ``bert-finetune`` and ``bert-scratch`` methods.
+"""Fine-tuning a network on a task (Devlin et al. 2019): ``bert-finetune`` and ``bert-scratch``,
+a left-to-right LM's ``<family>-finetune``, and any Hugging Face checkpoint's
+``hf-<name>-finetune``.
 
 All weights, encoder and a small task head, are trained together with the shared loop
 (:func:`ctxrep.training.loop.train`): AdamW without decay on biases and LayerNorm gains,
 linear warm-up then linear decay, gradient clipping, seeded batches and dropout. ``bert-scratch``
 is the same run from a freshly initialised encoder of the same shape: the no-pretraining control.
 
+    Network               what fine-tuning needs of a network: its tokenizer, padding id,
+                          width, positions and encoder (:class:`BertNetwork`: a BERT folder of
+                          this project's or an imported one; ``HFNetwork``: any Hugging Face
+                          checkpoint, :mod:`ctxrep.models.hf_checkpoint`)
     TaskFormat            per task kind: inputs, head, loss, predictions (its ``task_format``,
                           :mod:`ctxrep.kinds`)
     FinetuneModel         encoder + head
@@ -32,17 +38,19 @@ import shutil
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import torch
 from tokenizers import Tokenizer
 from torch import nn
 
-from ctxrep import kinds, seeds
-from ctxrep.config import BERT_MODELS, FINETUNE_METHODS, FROM_SCRATCH, FinetuneTransferParams
+from ctxrep import config, kinds, seeds
+from ctxrep.config import BERT_MODELS, FINETUNE_METHODS, FROM_SCRATCH, FinetuneTrainingParams
+from ctxrep.io import sha256_file
 from ctxrep.kinds.interface import Feature, TaskFormat
-from ctxrep.models.bert import BertConfig, BertModel, flops_per_token, init_bert_weights
+from ctxrep.models.bert import BertConfig, BertModel, flops_per_token, init_weights
 from ctxrep.models.bert_hf import config_from_hf, load_pretrained
+from ctxrep.models.hf_checkpoint import HFNetwork
 from ctxrep.training.loop import LoopConfig, train
 from ctxrep.transfer.data import CellData, training_batches
 from ctxrep.transfer.record import SeedResult
@@ -102,10 +110,50 @@ def load_tokenizer(model_dir: Path) -> Tokenizer:
     return tokenizer
 
 
-class FinetuneModel(nn.Module):
-    """head(BERT(input_ids, token_type_ids, attention_mask), batch): all weights trainable."""
+@runtime_checkable
+class Network(Protocol):
+    """A network fine-tuning can start from: its tokenizer (encodings with its specials at both
+    ends, padding and truncation off), padding id, width, usable positions (None: no limit of
+    its own), the std its heads are initialised with, and its encoder, which maps
+    (input_ids, token_type_ids, attention_mask) to a :class:`~ctxrep.models.bert.BertOutput`."""
 
-    def __init__(self, encoder: BertModel, head: nn.Module):
+    tokenizer: Tokenizer
+    pad_id: int
+    hidden_size: int
+    max_positions: int | None
+    initializer_range: float
+
+    def encoder(self, pretrained: bool, seed: int) -> nn.Module:
+        """Its pretrained weights, or (the no-pretraining control) a fresh seeded init."""
+
+    def flops_per_token(self, length: int) -> float:
+        """Training FLOPs per sub-word at sequences of ``length`` (of the encoder last built)."""
+
+
+class BertNetwork:
+    """A BERT folder (config.json, model.safetensors, tokenizer.json) as pretrain_bert,
+    pretrain_ltr and import_bert write it: this project's BERT, encoder or left-to-right."""
+
+    def __init__(self, model_dir: Path | str):
+        self.model_dir = Path(model_dir)
+        self.config = read_bert_config(self.model_dir)
+        self.tokenizer = load_tokenizer(self.model_dir)
+        self.pad_id = self.tokenizer.token_to_id("[PAD]")
+        self.hidden_size = self.config.hidden_size
+        self.max_positions = self.config.max_position_embeddings
+        self.initializer_range = self.config.initializer_range
+
+    def encoder(self, pretrained: bool, seed: int) -> BertModel:
+        return build_encoder(self.model_dir, pretrained, seed)
+
+    def flops_per_token(self, length: int) -> float:
+        return flops_per_token(self.config, length, 0.0)
+
+
+class FinetuneModel(nn.Module):
+    """head(encoder(input_ids, token_type_ids, attention_mask), batch): all weights trainable."""
+
+    def __init__(self, encoder: nn.Module, head: nn.Module):
         super().__init__()
         self.encoder = encoder
         self.head = head
@@ -218,8 +266,13 @@ def remove_checkpoints(ckpt_dir: Path) -> None:
 
 
 
-def run_finetune_seed(data: CellData, model_dir: Path, pretrained: bool,
-                      p: FinetuneTransferParams, seed: int, ckpt_dir: Path,
+def as_network(network: Network | Path | str) -> Network:
+    """``network`` itself, or the :class:`BertNetwork` of a BERT folder."""
+    return network if isinstance(network, Network) else BertNetwork(network)
+
+
+def run_finetune_seed(data: CellData, network: Network | Path, pretrained: bool,
+                      p: FinetuneTrainingParams, seed: int, ckpt_dir: Path,
                       lr: float | None = None, run=None, device=None,
                       live_dir: Path | None = None) -> SeedResult:
     """One seed of a fine-tuning cell at rate ``lr``; with ``lr`` None, at every rate of
@@ -228,15 +281,16 @@ def run_finetune_seed(data: CellData, model_dir: Path, pretrained: bool,
     rate's best dev score (``lr_search``). The evaluation split plays no part in the choice:
     each trial predicts it, but only the chosen trial's predictions are returned."""
     rates = [lr] if lr is not None else p.rates
+    network = as_network(network)
     if len(rates) == 1:
-        return run_finetune(data, model_dir, pretrained, replace(p, lr=rates[0]), seed, ckpt_dir,
+        return run_finetune(data, network, pretrained, replace(p, lr=rates[0]), seed, ckpt_dir,
                             run, device, live_dir)
     trials = {}
     for rate in rates:
         name = f"lr{rate:g}"
         with (run.child(f"{name}", {"lr": rate}) if run is not None
               else contextlib.nullcontext()) as trial_run:
-            trials[rate] = run_finetune(data, model_dir, pretrained, replace(p, lr=rate), seed,
+            trials[rate] = run_finetune(data, network, pretrained, replace(p, lr=rate), seed,
                                         Path(ckpt_dir) / name, trial_run, device,
                                         live_dir and Path(live_dir) / name)
         log.info("seed %d, lr %g: best dev score %.4f", seed, rate, trials[rate].dev_score)
@@ -246,14 +300,14 @@ def run_finetune_seed(data: CellData, model_dir: Path, pretrained: bool,
                                             for rate in rates})
 
 
-def run_finetune(data: CellData, model_dir: Path, pretrained: bool, p: FinetuneTransferParams,
-                 seed: int, ckpt_dir: Path, run=None, device=None,
+def run_finetune(data: CellData, network: Network | Path, pretrained: bool,
+                 p: FinetuneTrainingParams, seed: int, ckpt_dir: Path, run=None, device=None,
                  live_dir: Path | None = None) -> SeedResult:
-    """Fine-tune BERT from ``model_dir`` (``pretrained``) or from a seeded random init of the
-    same config on the ``data.train_idx`` rows of its training split at rate ``p.lr`` (a
-    number), keep the weights with the best score on its ``data.dev_idx`` rows (scored every
-    ``p.eval_every`` steps), and score the evaluated split with the task's metrics once, at the
-    end.
+    """Fine-tune ``network`` (or the BERT of a folder) from its weights (``pretrained``) or from
+    a seeded random init of the same config on the ``data.train_idx`` rows of its training
+    split at rate ``p.lr`` (a number), keep the weights with the best score on its
+    ``data.dev_idx`` rows (scored every ``p.eval_every`` steps), and score the evaluated split
+    with the task's metrics once, at the end.
     Curves go to ``run`` (MLflow) and ``live_dir`` (DVCLive).
 
     At most ``p.steps`` steps, each a batch of ``p.batch_size`` features (examples, or context
@@ -279,24 +333,22 @@ def run_finetune(data: CellData, model_dir: Path, pretrained: bool, p: FinetuneT
     if len(train_set) == 0 or len(dev_set) == 0:
         raise ValueError(f"need training and dev examples (have {len(train_set)} and "
                          f"{len(dev_set)}): nothing to fine-tune on")
-    model_dir = Path(model_dir)
-    config = read_bert_config(model_dir)
-    if p.max_seq_len > config.max_position_embeddings:
-        raise ValueError(f"max_seq_len: {p.max_seq_len} exceeds max_position_embeddings="
-                         f"{config.max_position_embeddings} of {model_dir / 'config.json'}")
-    tokenizer = load_tokenizer(model_dir)
+    network = as_network(network)
+    if network.max_positions is not None and p.max_seq_len > network.max_positions:
+        raise ValueError(f"max_seq_len: {p.max_seq_len} exceeds the {network.max_positions} "
+                         f"positions of the network it fine-tunes")
 
-    task = task_kind.task_format(tokenizer, p, train_set)
+    task = task_kind.task_format(network.tokenizer, p, train_set)
     task.check_columns(train_set, "train")
     task.check_columns(eval_set, eval_split)
     train_features, dev_features = task.encode(train_set), task.encode(dev_set)
     eval_features = task.encode(eval_set)
 
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    encoder = build_encoder(model_dir, pretrained, seed)
+    encoder = network.encoder(pretrained, seed)
     torch.manual_seed(seed)
-    head = task.make_head(config.hidden_size, p.dropout)
-    head.apply(lambda module: init_bert_weights(module, config))
+    head = task.make_head(network.hidden_size, p.dropout)
+    head.apply(lambda module: init_weights(module, network.initializer_range))
     model = FinetuneModel(encoder, head).to(device)
 
     batches_per_epoch = math.ceil(len(train_features) / p.batch_size)
@@ -307,8 +359,7 @@ def run_finetune(data: CellData, model_dir: Path, pretrained: bool, p: FinetuneT
                              checkpoint_every=p.eval_every * p.checkpoint_evals,
                              log_every=max(1, p.eval_every // 4), seed=seed,
                              compile=p.compile, precision=p.precision)
-    encoded = EncodedSplits(task, train_features, dev_features, dev_set,
-                            pad_id=tokenizer.token_to_id("[PAD]"))
+    encoded = EncodedSplits(task, train_features, dev_features, dev_set, pad_id=network.pad_id)
     objective = FinetuneObjective(model, encoded, data, p.batch_size, seed, device)
     result = train(objective, loop_config, Path(ckpt_dir), run,
                    desc=f"{'fine-tune' if pretrained else 'from scratch'} {kind}",
@@ -330,7 +381,7 @@ def run_finetune(data: CellData, model_dir: Path, pretrained: bool, p: FinetuneT
         steps=result.steps,
         train_tokens=result.train_tokens,
         trainable_params=sum(p.numel() for p in model.parameters() if p.requires_grad),
-        train_flops=result.train_tokens * flops_per_token(config, round(mean_length), 0.0),
+        train_flops=result.train_tokens * network.flops_per_token(round(mean_length)),
         train_loss=result.curve[-1][1] if result.curve else float("nan"),
         resumed_from=result.resumed_from,
         seconds=time.perf_counter() - started,
@@ -341,31 +392,54 @@ def run_finetune(data: CellData, model_dir: Path, pretrained: bool, p: FinetuneT
 
 
 class FineTuning:
-    """The fine-tuning approach of a cell (:class:`ctxrep.transfer.cell.Approach`): BERT from
-    ``params.bert``, pretrained (``bert-finetune``) or freshly initialised (``bert-scratch``),
-    trained with a head. The first seed's rate (chosen on dev where ``params.lr`` is a grid)
-    trains the others."""
+    """The fine-tuning approach of a cell (:class:`ctxrep.transfer.cell.Approach`): a BERT of
+    ``params.bert``, pretrained (``bert-finetune``, ``<family>-finetune``) or freshly
+    initialised (``bert-scratch``), or the Hugging Face checkpoint ``hf.<name>``
+    (``hf-<name>-finetune``), trained with a head. The first seed's rate (chosen on dev where
+    ``params.lr`` is a grid) trains the others."""
 
     unit = "sub-word tokens"
 
-    def __init__(self, method: str, params: FinetuneTransferParams):
-        if method not in FINETUNE_METHODS:
+    def __init__(self, method: str, params: FinetuneTrainingParams,
+                 checkpoint: config.HFEncoderParams | None = None):
+        if not config.is_finetune_method(method):
             raise ValueError(f"{method} is not a fine-tuning method "
-                             f"({', '.join(FINETUNE_METHODS)}): its cells run in "
-                             f"stage transfer")
+                             f"({', '.join(FINETUNE_METHODS)}, hf-<name>-finetune): its cells "
+                             f"run in stage transfer")
         self.method, self.params = method, params
-        self.model_dir = Path(BERT_MODELS[params.bert])
+        self.hf = config.hf_name(method) if config.is_hf_finetune(method) else None
+        if self.hf is not None and checkpoint is None:
+            raise ValueError(f"{method}: the checkpoint hf.{self.hf} of the params is needed")
+        self.source = Path(checkpoint.path if self.hf is not None else BERT_MODELS[params.bert])
+        self.network: Network | None = None
         self.lr: float | None = None
 
+    @classmethod
+    def for_cell(cls, method: str, p: FinetuneTrainingParams, params: dict) -> FineTuning:
+        """As stage ``finetune`` builds it: ``hf-<name>-finetune`` reads ``hf.<name>``."""
+        hf = config.hf_name(method) if config.is_hf_finetune(method) else None
+        return cls(method, p, config.load_hf(params, hf) if hf is not None else None)
+
     def inputs(self, task: str) -> list[Path]:
-        return [self.model_dir]
+        return [self.source]
 
     def prepare(self, data: CellData) -> None:
         self.lr = None
+        if self.network is None:
+            if self.hf is not None:
+                check_checkpoint(self.source, checkpoint_record_path(self.hf))
+                self.network = HFNetwork(self.source)
+            else:
+                self.network = BertNetwork(self.source)
+        positions = self.network.max_positions
+        if positions is not None and self.params.max_seq_len > positions:
+            raise config.ParamError(f"transfer.{config.transfer_section(self.method)}.max_seq_len",
+                                    self.params.max_seq_len,
+                                    f"at most the {positions} positions of {self.source}")
 
     def train_seed(self, data: CellData, seed: int, ckpt: Path, run,
                    live_dir: Path | None) -> SeedResult:
-        result = run_finetune_seed(data, self.model_dir, self.method not in FROM_SCRATCH,
+        result = run_finetune_seed(data, self.network, self.method not in FROM_SCRATCH,
                                    self.params, seed, ckpt, self.lr, run, live_dir=live_dir)
         self.lr = result.lr
         return result
@@ -374,6 +448,29 @@ class FineTuning:
         return None
 
 
-__all__ = ["FineTuning", "run_finetune", "run_finetune_seed", "build_encoder",
+def checkpoint_record_path(name: str) -> Path:
+    """The record of checkpoint ``hf.<name>`` that ``extract_hf@<name>`` writes: the sha256 of
+    each of its files. A ``finetune_hf`` cell depends on it, not on the folder (DVC's matrix
+    gives a stage the checkpoint's name, not its path)."""
+    return Path("data/features") / config.hf_method(name) / "checkpoint.json"
+
+
+def check_checkpoint(folder: Path, record: Path) -> None:
+    """Stop unless ``folder`` holds exactly the files, with the sha256, that ``record`` names:
+    the cell trains on what its declared dependency says."""
+    if not record.is_file():
+        raise FileNotFoundError(f"{record}: missing; stage extract_hf writes it (the checkpoint's "
+                                f"files and their sha256)")
+    expected = json.loads(record.read_text())["files"]
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and ".cache" not in p.parts)
+    found = {p.relative_to(folder).as_posix(): sha256_file(p) for p in files}
+    if found != expected:
+        changed = sorted(set(found.items()) ^ set(expected.items()))
+        raise ValueError(f"{folder}: its files differ from {record} ({changed[0][0]}, ...): the "
+                         f"checkpoint changed since it was recorded; run `dvc repro` (or "
+                         f"`make repro`), which records it again first")
+
+
+__all__ = ["FineTuning", "Network", "BertNetwork", "run_finetune", "run_finetune_seed", "build_encoder",
            "load_tokenizer", "read_bert_config", "FinetuneModel", "EncodedSplits", "FinetuneObjective", "collate",
            "infer"]
