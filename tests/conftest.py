@@ -388,17 +388,26 @@ def start_tiny_run(folder: Path, mirror: Path) -> None:
 
 @pytest.hookimpl(trylast=True)  # after -m / -k have deselected
 def pytest_collection_modifyitems(items):
-    """Tests that need the tiny run last, so that the others run while it is being made; of
-    those, the first that needs the recipe (tests/test_recipe.py, made once from the tiny run)
-    first and the others last: one worker follows the recipe while the others run the rest,
-    where otherwise every worker would reach a recipe test at the end and wait on the one
-    following it (about a minute of a core, measured)."""
+    """The order that keeps both cores busy to the end (the suite is bound by CPU):
+
+    1. the tests that do not need the tiny run, while it is being made, the slow ones (the
+       pipeline runs) first;
+    2. then, of those that need it, the first that needs the recipe (tests/test_recipe.py, made
+       once from the tiny run: one worker follows it while the others go on), the other slow
+       ones, the quick ones (reads of the finished run: they fill the end evenly), and last
+       the other recipe tests, which by then find the recipe made. Sorted by file, the recipe
+       came at the end: two workers waited on it for half a minute each while the third made
+       it (docs/notebook/2026-12-07-hf-finetune.md)."""
     needs_recipe = [item for item in items if "recipe" in item.fixturenames]
     first_recipe = needs_recipe[0] if needs_recipe else None
 
-    def order(item) -> tuple[bool, bool]:
-        return ("tiny_run" in item.fixturenames,
-                "recipe" in item.fixturenames and item is not first_recipe)
+    def order(item) -> tuple[bool, int]:
+        slow = item.get_closest_marker("slow") is not None
+        if "tiny_run" not in item.fixturenames:
+            return False, 0 if slow else 1
+        if item is first_recipe:
+            return True, 0
+        return True, 3 if "recipe" in item.fixturenames else 1 if slow else 2
 
     items.sort(key=order)  # stable: the order is kept within each group
 
