@@ -896,3 +896,29 @@ def test_each_tasks_word_vector_oov_rate_is_in_the_report(tmp_path):
     data = section(report_for(root).markdown, "## Data and models")
     assert ("- task words with no static vector (`word_vector_oov_rate`, on each task's "
             "evaluated split): sst2 6.4%, conll2003 5.2%.") in data
+
+
+def test_a_hugging_face_checkpoints_two_methods_stand_with_the_others(tmp_path):
+    """A checkpoint of params hf (`rob`): its frozen-feature cell and its fine-tuned cell in the
+    task's table beside the baselines, in the compute ledger each with its own row and the
+    checkpoint's extraction once, and only the frozen one among the learned layer mixes."""
+    from ctxrep.report.inputs import ledger_stages
+
+    root = make_repo(tmp_path)
+    mix = {"input": [[0.5, 0.3, 0.2], [0.4, 0.4, 0.2], [0.6, 0.2, 0.2]]}
+    write_cell(root, "sst2", "hf-rob", [0.78, 0.79, 0.80], mix_weights=mix)
+    write_cell(root, "sst2", "hf-rob-finetune", [0.83, 0.82, 0.84])
+    write_compute(root, "extract_hf@rob", 4.0, 900, "sub-word tokens", params=5000, flops=1e9)
+    write_compute(root, "transfer_hf@sst2-rob", 2.0, 1000, "words", params=300, flops=1e9)
+    write_compute(root, "finetune_hf@sst2-rob", 9.0, 800, "sub-word tokens", params=5000,
+                  flops=2e10)
+    methods = [*METHODS, "hf-rob", "hf-rob-finetune"]
+    report = build_report(load_inputs(root, TASKS, methods), profile="test")
+    table = section(report.markdown, "### sst2 (accuracy)")
+    assert "| hf-rob | 79.0 ± 0.8 |" in table and "| hf-rob-finetune | 83.0 ± 0.8 |" in table
+    assert table.index("baseline: majority") < table.index("| hf-rob-finetune |")
+    stages = [stage for stage, _ in ledger_stages(TASKS, methods)]
+    assert stages.count("extract_hf@rob") == 1
+    assert {"transfer_hf@sst2-rob", "finetune_hf@sst2-rob"} <= set(stages)
+    ledger = _rows(section(report.markdown, "## Compute ledger"))
+    assert ledger["transfer hf-rob-finetune"][1:] == ["800 sub-word tokens", "5,000", "2.00e+10"]
