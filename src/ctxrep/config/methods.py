@@ -77,14 +77,18 @@ def is_hf_finetune(method: str) -> bool:
     return hf_name(method) is not None and method.endswith(HF_FINETUNE_SUFFIX)
 
 
+def is_hf_feature(method: str) -> bool:
+    """``hf-<name>``, a checkpoint's frozen layers (and the section ``hf-feature``)."""
+    return hf_name(method) is not None and not method.endswith(HF_FINETUNE_SUFFIX)
+
+
 def features_of(method: str) -> str | None:
     """The feature set a feature-based method reads (None: x_k alone), an ``hf-`` one included."""
     return method if hf_name(method) is not None else FEATURES_OF[method]
 
 
 def is_feature_method(method: str) -> bool:
-    return method in FEATURE_METHODS or (hf_name(method) is not None
-                                         and not is_hf_finetune(method))
+    return method in FEATURE_METHODS or is_hf_feature(method)
 
 
 def is_finetune_method(method: str) -> bool:
@@ -92,8 +96,7 @@ def is_finetune_method(method: str) -> bool:
 
 
 def reads_word_vectors(method: str) -> bool:
-    return method in READS_WORD_VECTORS or (hf_name(method) is not None
-                                            and not is_hf_finetune(method))
+    return method in READS_WORD_VECTORS or is_hf_feature(method)
 
 
 def transfer_section(method: str) -> str:

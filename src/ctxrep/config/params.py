@@ -75,10 +75,10 @@ def grid_methods(grid: dict, left_to_right: list[str] = (), hf: dict | None = No
     """Every method of the grid, feature-based first, then those of the left-to-right LM
     families the profile lists (params ``left_to_right``) and of its Hugging Face checkpoints
     (params ``hf``: frozen, then fine-tuned), as the report lists them."""
+    checkpoints = hf or {}
     return [*grid["feature_based"], *grid["fine_tuned"],
             *(m for family in left_to_right for m in LEFT_TO_RIGHT[family]),
-            *(hf_method(name) for name in (hf if hf is not None else {})),
-            *(hf_finetune_method(name) for name in (hf if hf is not None else {}))]
+            *map(hf_method, checkpoints), *map(hf_finetune_method, checkpoints)]
 
 
 def read_params(root: Path | str = ".") -> dict:

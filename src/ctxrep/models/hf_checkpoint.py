@@ -31,7 +31,7 @@ import torch
 from torch import nn
 
 from ctxrep.io import sha256_file
-from ctxrep.models.bert import BertOutput
+from ctxrep.models.bert import BertOutput, Pooler, init_weights
 
 # Architectures whose position ids start after the padding index (RoBERTa's convention): they
 # hold max_position_embeddings - (pad_token_id + 1) positions.
@@ -113,13 +113,14 @@ class HFEncoder(nn.Module):
         super().__init__()
         self.model = model
         self.takes_token_types, self.left_to_right = takes_token_types, left_to_right
-        hidden = model.config.hidden_size
-        self.has_pooler = getattr(model, "pooler", None) is not None
-        self.pooler = None
-        if not self.has_pooler:  # initialised as BERT's pooler is
-            self.pooler = nn.Sequential(nn.Linear(hidden, hidden), nn.Tanh())
-            nn.init.normal_(self.pooler[0].weight, std=initializer_range)
-            nn.init.zeros_(self.pooler[0].bias)
+        self.pooler = None  # the model's own, where it has one
+        if getattr(model, "pooler", None) is None:  # BERT's pooler, initialised as BERT's is
+            self.pooler = Pooler(model.config)
+            init_weights(self.pooler, initializer_range)
+
+    @property
+    def has_pooler(self) -> bool:
+        return self.pooler is None
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None,
                 attention_mask: torch.Tensor) -> BertOutput:
@@ -128,12 +129,10 @@ class HFEncoder(nn.Module):
             inputs["token_type_ids"] = token_type_ids
         out = self.model(**inputs)
         states = out.last_hidden_state
-        if self.has_pooler:
+        if self.pooler is None:
             return BertOutput(states, out.pooler_output, None)
-        at = (attention_mask.sum(1) - 1 if self.left_to_right
-              else torch.zeros_like(attention_mask[:, 0]))
-        summary = states[torch.arange(states.size(0), device=states.device), at]
-        return BertOutput(states, self.pooler(summary), None)
+        at = attention_mask.sum(1) - 1 if self.left_to_right else None  # None: position 0
+        return BertOutput(states, self.pooler(states, at), None)
 
 
 def with_specials(tokenizer):

@@ -46,11 +46,10 @@ from torch import nn
 
 from ctxrep import config, kinds, seeds
 from ctxrep.config import BERT_MODELS, FINETUNE_METHODS, FROM_SCRATCH, FinetuneTrainingParams
-from ctxrep.io import sha256_file
 from ctxrep.kinds.interface import Feature, TaskFormat
 from ctxrep.models.bert import BertConfig, BertModel, flops_per_token, init_weights
 from ctxrep.models.bert_hf import config_from_hf, load_pretrained
-from ctxrep.models.hf_checkpoint import HFNetwork
+from ctxrep.models.hf_checkpoint import HFNetwork, checkpoint_record
 from ctxrep.training.loop import LoopConfig, train
 from ctxrep.transfer.data import CellData, training_batches
 from ctxrep.transfer.record import SeedResult
@@ -462,8 +461,7 @@ def check_checkpoint(folder: Path, record: Path) -> None:
         raise FileNotFoundError(f"{record}: missing; stage extract_hf writes it (the checkpoint's "
                                 f"files and their sha256)")
     expected = json.loads(record.read_text())["files"]
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and ".cache" not in p.parts)
-    found = {p.relative_to(folder).as_posix(): sha256_file(p) for p in files}
+    found = checkpoint_record(folder)["files"]
     if found != expected:
         changed = sorted(set(found.items()) ^ set(expected.items()))
         raise ValueError(f"{folder}: its files differ from {record} ({changed[0][0]}, ...): the "
