@@ -210,7 +210,8 @@ _SEEN: set[str] = set()
 
 class _Traced(dict):
     """A params mapping that notes the dotted path of every key read. Reading a whole mapping
-    (iterating it, as :func:`from_dict` does) notes the mapping's own path."""
+    (iterating it, as :func:`from_dict` does, or asking its size or whether it is empty) notes
+    the mapping's own path."""
 
     def __init__(self, data: dict, path: str):
         super().__init__(data)
@@ -235,6 +236,10 @@ class _Traced(dict):
     def __iter__(self):
         self._note(self._path)
         return super().__iter__()
+
+    def __len__(self):  # truthiness too: whether a mapping is empty is a read of it
+        self._note(self._path)
+        return super().__len__()
 
     def items(self):
         self._note(self._path)
