@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -52,26 +53,49 @@ BAD_ARGUMENTS = [
     ["neighbors", "--word", "play", "--queries", "0"],
     ["neighbors", "--word", ""],
     ["neighbors", "--word", "play", "--model", "conf"],
+    ["neighbors", "--word", "play", "--model", "data/models/bilm", "--corpus", "nosuch"],
     ["recipes", "--out", "reports/report.md"],
     ["recipes", "--target", "nan"],
+    ["recipes", "--reference", ""],
+    ["recipes", "--model", "gpt2"],
     ["sweep", "--out", "reports/report.md"],
+    ["sweep", "--claim", "elmo"],
+    ["sweep", "--experiments", " "],
     ["fixture", "sst2", "--records", "-1"],
     ["fixture", "sst2", "--out", "README.md"],
+    ["fixture", "no_such_task"],
+    ["pin", "no_such_task"],
+    ["pin", ""],
     ["unpack", "all-MiniLM-L6-v2", "--root", "README.md"],
+    ["unpack", "no-such-checkpoint"],
     ["perplexity", "conf", "README.md"],
     ["perplexity", "data/models/bilm", "README.md", "--json", "reports"],
-    ["perplexity", "data/models/bilm", "README.md", "--max-tokens", "0"],
+    ["perplexity", "data/models/bilm", "README.md", "--max-tokens", "-1"],
+    ["perplexity", "data/models/bilm", "no-such-text"],
+    ["perplexity", "data/models/bilm", "reports"],
     ["compare", "--out", "reports"],
+    ["compare", "--against", "README.md"],
+    ["compare", "no-such-commit"],
+    ["repro", ""],
+    ["repro", "tiny", "--no-such-flag"],
+    ["check-params", "no-such-profile"],
+    ["check-params", "tiny", "compute.threads=-1"],
+    ["check-params", "tiny", "no_such_section.x=1"],
+    ["verify", "--repair=yes"],
+    ["docs", "--root", "no-such-folder"],
+    ["import-elmo", "no-options.json", "no-weights.hdf5", "out"],
+    ["import-elmo", "README.md", "README.md", "README.md"],
+    ["export-elmo", "no-such-model", "out"],
+    ["export-elmo", "data/models/bilm", "README.md"],
+    ["import-bert", "", "out"],
+    ["import-bert", "conf", "README.md"],
 ]
 
 
-@pytest.mark.parametrize("argv", BAD_ARGUMENTS, ids=" ".join)
-def test_each_bad_argument_is_one_line_and_a_nonzero_exit(tmp_path, argv):
-    """One mechanism (ctxrep.cli.check_arguments) checks every subcommand's arguments before the
-    command runs: one line naming the argument, exit status 2, nothing written."""
+@pytest.fixture
+def workspace_with_a_few_things(tmp_path, monkeypatch):
+    """A folder to run commands in: a report, a README, conf/, a (fake) saved model."""
     import shutil
-    import subprocess
-    import sys
 
     (tmp_path / "reports").mkdir()
     (tmp_path / "reports/report.md").write_text("# a report\n")
@@ -79,22 +103,36 @@ def test_each_bad_argument_is_one_line_and_a_nonzero_exit(tmp_path, argv):
     shutil.copytree(REPO / "conf", tmp_path / "conf")
     (tmp_path / "data/models/bilm").mkdir(parents=True)
     (tmp_path / "data/models/bilm/config.json").write_text("{}")
-    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
-    proc = subprocess.run([sys.executable, "-m", "ctxrep", *argv], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"ctxrep {argv[0]}: "), proc.stderr
-    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
 
 
-def test_every_numeric_or_output_argument_has_a_rule():
-    """A new `--n` or `--out` of any subcommand must be listed in ctxrep.cli.ARGUMENTS, or its
+@pytest.mark.parametrize("argv", BAD_ARGUMENTS, ids=" ".join)
+def test_each_bad_argument_is_one_line_and_a_nonzero_exit(workspace_with_a_few_things, argv,
+                                                           capsys):
+    """One mechanism (ctxrep.cli.check_arguments, and argparse's refusals in one line) checks
+    every subcommand's arguments before the command runs: one line naming the problem, exit
+    status 2, nothing written. (In this process: `python -m ctxrep` is cli.main, tested above.)"""
+    root = workspace_with_a_few_things
+    before = sorted(p.relative_to(root) for p in root.rglob("*"))
+    with pytest.raises(SystemExit) as end:
+        cli.main(argv)
+    err = capsys.readouterr().err
+    assert end.value.code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ctxrep"), err
+    assert sorted(p.relative_to(root) for p in root.rglob("*")) == before
+
+
+def test_every_subcommand_is_fed_bad_arguments():
+    assert {argv[0] for argv in BAD_ARGUMENTS} == set(cli.COMMANDS)
+
+
+def test_every_argument_that_takes_a_value_has_a_rule():
+    """A new argument of any subcommand must be listed in ctxrep.cli.ARGUMENTS (or judged by
+    argparse through its choices or a checking type, or by the command, COMMAND_CHECKS), or its
     bad values reach the command unchecked."""
     import argparse
-    from pathlib import Path
-
-    from ctxrep import cli
 
     unchecked = []
     for name in cli.COMMANDS:
@@ -102,8 +140,11 @@ def test_every_numeric_or_output_argument_has_a_rule():
         parser = argparse.ArgumentParser()
         add_arguments(parser)
         for action in parser._actions:
-            numeric = action.type in (int, float)
-            output = action.type is Path and action.dest in ("out", "json", "show_json", "root")
-            if (numeric or output) and (name, action.dest) not in cli.ARGUMENTS:
+            if action.nargs == 0 or action.dest == "help":
+                continue  # a flag
+            by_argparse = action.choices is not None or action.type not in (None, str, int,
+                                                                             float, Path)
+            if not by_argparse and (name, action.dest) not in {**cli.ARGUMENTS,
+                                                                **cli.COMMAND_CHECKS}:
                 unchecked.append(f"{name} {action.option_strings or action.dest}")
     assert not unchecked, unchecked

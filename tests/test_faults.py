@@ -195,8 +195,9 @@ def test_the_full_disk_hint_names_the_full_place_when_the_error_names_no_file(mo
 
 @pytest.mark.parametrize("mlflow_on", [True, False], ids=["mlflow-store", "outputs"])
 def test_a_write_past_the_file_size_limit_says_so(tmp_path, tiny_mirror, mlflow_on):
-    """`ulimit -f` too small: SQLite's "disk I/O error" (the MLflow store) or EFBIG (a stage's
-    own output) becomes one line naming the limit, exit 27, no traceback."""
+    """`ulimit -f` too small: SQLite's "disk I/O error" (the MLflow store growing as a stage
+    opens its run) or EFBIG (a stage's own output) becomes one error line naming the limit, exit
+    27, no traceback (MLflow's own log of the store error included)."""
     import resource
 
     from tests.conftest import LAUNCH
@@ -204,15 +205,20 @@ def test_a_write_past_the_file_size_limit_says_so(tmp_path, tiny_mirror, mlflow_
     repo = scratch_repo(tmp_path, "tiny")
     env = {**os.environ, "CTXREP_DATA_MIRROR": str(tiny_mirror),
            "CTXREP_MLFLOW": "1" if mlflow_on else "0", "MLFLOW_TRACKING_URI": f"sqlite:///{repo / 'mlflow.db'}"}
-    limit = 8 << 10  # MLflow's empty store is ~300 KB; the corpus's shards are larger than this
+    # The store exists (the first stage made it) and grows past the limit as the next stage
+    # opens its run: MLflow logged SQLAlchemy's 40-line traceback before raising. Without
+    # MLflow, the corpus's shards are larger than 8 KB.
+    assert run_stage(repo, "locate_data.py", env={"CTXREP_DATA_MIRROR": str(tiny_mirror),
+                                                  "CTXREP_MLFLOW": env["CTXREP_MLFLOW"]}).returncode == 0
+    limit = (repo / "mlflow.db").stat().st_size + (4 << 10) if mlflow_on else 8 << 10
 
     def small_files():
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
 
-    assert run_stage(repo, "locate_data.py", env={"CTXREP_DATA_MIRROR": str(tiny_mirror),
-                                                  "CTXREP_MLFLOW": "0"}).returncode == 0
     proc = subprocess.run([*LAUNCH, "stages/fetch_corpus.py"], cwd=repo, env=env, text=True,
                           capture_output=True, timeout=300, preexec_fn=small_files)
     assert proc.returncode == 27, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr and f"file-size limit ({limit:,} bytes)" in proc.stderr
     assert "ulimit -f unlimited" in proc.stderr
+    assert [line for line in proc.stderr.splitlines() if " ERROR " in line] == [
+        line for line in proc.stderr.splitlines() if "file-size limit" in line]  # one error line

@@ -202,6 +202,10 @@ def test_params_rewritten_under_make_repros_dvc_record_nothing(tmp_path):
         while not (root / "started").exists() and proc.poll() is None and time.time() < deadline:
             time.sleep(0.05)
         assert (root / "started").exists(), proc.communicate(timeout=30)[0]
+        # The stage recognised `python -m ctxrep.dvc_cli` as DVC and recorded it as the owner
+        # (before the fix no record was written under make repro's DVC).
+        owner = json.loads((root / ".dvc/tmp/ctxrep-owner.json").read_text())
+        assert owner["pid"] == proc.pid and "ctxrep.dvc_cli" in owner["command"], owner
         params = yaml.safe_load((root / "params.yaml").read_text())
         params["pretrain_bilm"]["steps"] += 1  # what `dvc exp run -S pretrain_bilm.steps=…` writes
         (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
@@ -212,6 +216,7 @@ def test_params_rewritten_under_make_repros_dvc_record_nothing(tmp_path):
             proc.kill()
     assert proc.returncode != 0, out
     assert "params.yaml changed while this" in out and "Traceback" not in out
+    assert f"exited with {workspace.TAKEN_EXIT}" in out, out  # the stage's own status, through DVC
     lock = root / "dvc.lock"
     assert not lock.exists() or "slow" not in (yaml.safe_load(lock.read_text()) or {}).get(
         "stages", {}), lock.read_text()

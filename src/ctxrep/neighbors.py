@@ -112,10 +112,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--out", type=Path, help="also write the markdown here")
 
 
-def run(a) -> None:
-    for path in (a.model, a.corpus):
-        if not path.exists():
-            raise SystemExit(f"{path}: not found (run `make repro` first, or pass --model/--corpus)")
+def run(a) -> None:  # --model and --corpus are checked by ctxrep.cli.check_arguments
     text = neighbours_report(a.model, a.corpus, a.word, k=a.k, queries=a.queries)
     print(text)
     if a.out:

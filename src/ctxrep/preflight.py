@@ -101,7 +101,8 @@ def check(profile: str, overrides: list[str] = (), write: bool = False) -> int:
         print(f"ctxrep: bad params: {err}", file=sys.stderr)
         return 2
     except Exception as err:  # noqa: BLE001 — Hydra's errors (a broken conf/ file) name the file
-        print(f"ctxrep: cannot compose profile {profile!r} from {CONF_DIR}/: {err}",
+        said = " ".join(str(err).split()) or type(err).__name__  # one line, file and line kept
+        print(f"ctxrep: cannot compose profile {profile!r} from {CONF_DIR}/: {said}",
               file=sys.stderr)
         return 2
     if write:  # valid: now params.yaml, as `dvc exp run -S` would write it

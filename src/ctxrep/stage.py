@@ -42,7 +42,19 @@ def setup_logging() -> None:
                         datefmt="%H:%M:%S", stream=sys.stderr, force=True)
     for noisy in ("alembic", "mlflow", "urllib3", "filelock", "datasets", "httpx"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    store_log = logging.getLogger("mlflow.store.db.utils")
+    if not any(isinstance(f, _RaisedAfterwards) for f in store_log.filters):
+        store_log.addFilter(_RaisedAfterwards())
     quiet_library_progress_bars()
+
+
+class _RaisedAfterwards(logging.Filter):
+    """Drops MLflow's log of a SQLite store error ("SQLAlchemy database error", with its
+    traceback): MLflow raises the same error right after it, and the stage reports it once (one
+    line for a locked store, a full disk or ``ulimit -f``; the traceback for anything else)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("SQLAlchemy database error")
 
 
 def quiet_library_progress_bars() -> None:

@@ -77,7 +77,8 @@ def experiments(show: list) -> list[tuple[str, dict]]:
 
 def exp_show_json() -> list:
     """``dvc exp show --json`` of the current repository (SystemExit 2 when DVC fails)."""
-    proc = subprocess.run(["dvc", "exp", "show", "--json"], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "dvc", "exp", "show", "--json"],
+                          capture_output=True, text=True)  # this environment's DVC, PATH or not
     if proc.returncode != 0:
         print(f"dvc exp show failed: {proc.stderr.strip()}", file=sys.stderr)
         raise SystemExit(2)
