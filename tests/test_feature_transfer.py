@@ -411,3 +411,17 @@ def test_a_task_not_fetched_yet_is_refused_naming_its_manifest(tmp_path, monkeyp
     with pytest.raises(DataError, match=r"data/raw/tasks/sst2/MANIFEST.json: missing; run "
                                         r"fetch_tasks@sst2 first"):
         load_splits("sst2")
+
+
+def test_subsampling_draws_from_every_part_of_a_label_ordered_split_and_keeps_file_order():
+    """docs/adding-a-task.md: `max_train_examples` is a seeded draw, not the first rows, so a
+    task published one file per label (all of label 0, then all of label 1) keeps both labels;
+    the rows drawn stay in file order, and the draw is the same every run."""
+    from ctxrep.transfer.data import subsample
+
+    rows = datasets.Dataset.from_dict({"label": [0] * 500 + [1] * 500, "row": list(range(1000))})
+    drawn = subsample(rows, 100)
+    assert len(drawn) == 100 and drawn["row"] == sorted(drawn["row"])
+    assert 30 < sum(drawn["label"]) < 70  # both labels, near their share
+    assert drawn["row"] == subsample(rows, 100)["row"]
+    assert subsample(rows, 0) is rows and subsample(rows, 1000) is rows

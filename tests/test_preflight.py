@@ -156,3 +156,7 @@ def test_check_params_estimate_counts_the_words_each_extract_stage_featurizes(
     assert counts["ud_pos"]["train"] == whole["train"]
     assert 0 < counts["ud_pos"]["validation"] < whole["validation"]
     assert "at most 3 examples" in estimate_lines(capped, counts)[-1]
+    # a profile's left-to-right families and Hugging Face checkpoints are extracted too
+    more = {**default, "left_to_right": ["gpt"], "hf": {"roberta": {"path": "x"}}}
+    assert estimate_lines(more, counts)[0].startswith(
+        "extract: each of its 6 stages (bilm, bert, bilm-random, bert-random, gpt, hf-roberta) ")

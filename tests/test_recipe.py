@@ -357,6 +357,42 @@ def test_the_new_tasks_come_out_tokenized_and_the_static_vectors_know_their_word
     assert record["word_vector_oov_rate"] < 0.05, record["word_vector_oov_rate"]
 
 
+def test_each_published_layout_is_read_as_its_reader_says(recipe):
+    """Issue 62: the two layouts a shared reader does not handle, read by the readers the test
+    wrote. CoLA, one file per label and no split: every line of both files is read once, with
+    its file's label, in the split its hash gives (so both labels in both splits). Chunking,
+    a glob of 24 files: all 24 read (sorted), the files numbered 0 mod 4 as validation."""
+    import hashlib
+
+    import datasets
+
+    from ctxrep.text.segment import word_tokenize
+
+    def held_out(text):  # the CoLA reader's rule, above
+        return hashlib.sha256(text.encode()).digest()[0] % 4 == 0
+
+    repo, mirror = recipe["repo"], Path(recipe["env"]["CTXREP_DATA_MIRROR"])
+    cola = datasets.load_from_disk(str(repo / "data/raw/tasks/cola/dataset"))
+    lines = {label: [line for line in (mirror / f"tasks/cola/{name}.txt").read_text().splitlines()
+                     if line.strip()]
+             for label, name in enumerate(("unacceptable", "acceptable"))}
+    for split in ("train", "validation"):
+        want = sorted((label, " ".join(word_tokenize(line))) for label, rows in lines.items()
+                      for line in rows if held_out(line) == (split == "validation"))
+        assert sorted(zip(cola[split]["label"], cola[split]["text"])) == want, split
+        assert set(cola[split]["label"]) == {0, 1}, split
+    files = sorted((mirror / "tasks/chunk").glob("wsj_*.txt"))
+    manifest = json.loads((repo / "data/raw/tasks/chunk/MANIFEST.json").read_text())
+    assert len(files) == 24 and sorted(manifest["files"]) == [
+        f"tasks/chunk/{f.name}" for f in files]
+    chunk = datasets.load_from_disk(str(repo / "data/raw/tasks/chunk/dataset"))
+    for split in ("train", "validation"):
+        want = [line.split() for f in files if (int(f.stem[-4:]) % 4 == 0) == (split == "validation")
+                for line in f.read_text().splitlines() if line.strip()]
+        assert chunk[split]["tokens"] == [[item.rpartition("/")[0] for item in line]
+                                          for line in want], split
+
+
 def test_a_task_published_as_train_test_is_evaluated_on_its_test_split(recipe):
     """Issue 48: no renaming. TREC's test file stays `test`; with `eval_split` at its default
     (`validation`), a task that has no validation split is evaluated on its test split, and

@@ -220,7 +220,14 @@ def survey_lines(survey: ProfileSurvey, lists: bool = True) -> list[str]:
 
 
 # The extract stages of dvc.yaml: each featurizes every grid task's examples once.
-EXTRACT_SETS = ("bilm", "bert", "bilm-random", "bert-random")
+def extract_sets(params: dict) -> list[str]:
+    """The feature sets the run's extract stages write: every family's and its untrained
+    control's (``extract@*``), the left-to-right families the profile lists (``extract_ltr@*``)
+    and its Hugging Face checkpoints (``extract_hf@*``)."""
+    from ctxrep.config import FEATURE_SETS, LEFT_TO_RIGHT, hf_method
+
+    return [*(f for f in FEATURE_SETS if f not in LEFT_TO_RIGHT), *params["left_to_right"],
+            *map(hf_method, params["hf"] or {})]
 
 
 def extract_words(params: dict) -> dict[str, dict[str, int] | str]:
@@ -257,7 +264,8 @@ def estimate_lines(params: dict, counts: dict[str, dict[str, int] | str]) -> lis
     total = sum(sum(c.values()) for c in counted.values())
     common = params["transfer"]["common"]
     cap = common.get("max_eval_examples") or 0
-    lines = [f"extract: each of its {len(EXTRACT_SETS)} stages ({', '.join(EXTRACT_SETS)}) "
+    sets = extract_sets(params)
+    lines = [f"extract: each of its {len(sets)} stages ({', '.join(sets)}) "
              f"featurizes {total:,} words of the grid's tasks"
              + (" counted so far" if len(counted) < len(counts) else "")]
     for task, count in counts.items():
