@@ -122,7 +122,7 @@ bench: $(STAMP)
 # params but the profile and the hashes of the dependencies dropped (DVC lists them all), the
 # claims' Δ without their CI, the token counts and the out-of-domain perplexities (both in
 # `dvc metrics show`). DVC matches --drop from the start of a column's name (re.match).
-PARAM_SECTIONS := tasks|grid|left_to_right|hf|learning_curve|data|tokenize|pretrain_[a-z]+|launch|import_bert|extract|probe|neighbors|transfer
+PARAM_SECTIONS := tasks|grid|left_to_right|hf|learning_curve|data|tokenize|pretrain_[a-z0-9_]+|launch|import_bert|extract|probe|neighbors|transfer
 exp-show: $(STAMP)
 	$(DVC) exp show --md --drop '^($(PARAM_SECTIONS))(\.|$$)|.*/|.*\.(low|high)$$|^intrinsic\.|.*\.train_tokens$$'
 

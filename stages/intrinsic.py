@@ -16,11 +16,11 @@ from ctxrep import perplexity
 from ctxrep.config import ParamError
 from ctxrep.data.sources import verify
 from ctxrep.errors import InputError
-from ctxrep.families import FAMILIES, NAMES
+from ctxrep.families import CORE, NAMES
 from ctxrep.io import atomic_dir
 from ctxrep.stage import stage
 
-MODELS = {name: FAMILIES[name].model_dir for name in NAMES}
+MODELS = {name: CORE[name].model_dir for name in NAMES}
 OUT = Path("data/intrinsic")
 
 

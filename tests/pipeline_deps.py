@@ -3,8 +3,10 @@
 A stage lists its script's code manifest (``data/code/<script>.json``, written by the stage
 ``code``: :mod:`ctxrep.codedeps`) and the task modules it runs: its own task's
 (``src/ctxrep/data/tasks/${item}.py``) when it runs once per task, the whole folder when it
-reads every task. The tests in ``test_dvc_record.py`` compare this with ``dvc.yaml``;
-``python -m tests.pipeline_deps --write`` rewrites those entries from the code."""
+reads every task; and a stage that loads its left-to-right family's module, that module. The
+tests in ``test_dvc_record.py`` compare this with ``dvc.yaml`` (and with the modules a real
+run's stages loaded); ``python -m tests.pipeline_deps --write`` rewrites those entries from the
+code."""
 
 from __future__ import annotations
 
@@ -46,6 +48,8 @@ def expected_entries(stage: dict, root: Path) -> list[str]:
     if any(codedeps.reaches_tasks(codedeps.script_files(s, root)) for s in scripts):
         item = task_item(stage)
         entries.append(f"{codedeps.TASKS_PACKAGE}/{item}.py" if item else codedeps.TASKS_PACKAGE)
+    if any(s.name in codedeps.FAMILY_LOADERS for s in scripts):
+        entries.append(f"{codedeps.FAMILIES_PACKAGE}/${{item}}.py")
     return entries
 
 

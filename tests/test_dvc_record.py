@@ -220,6 +220,18 @@ def test_each_stage_declares_exactly_the_params_it_read(run):
     assert seen >= 30  # every stage of the tiny grid ran and was checked
 
 
+def undeclared_reads(trace: Path, stage: str, allowed: set[str]) -> list[str]:
+    """The files ``stage`` read that its deps and outs do not cover (code aside, which its
+    manifest covers), and the task and left-to-right family modules it ran (imported by name,
+    in no manifest: dvc.yaml lists each per stage) that they do not."""
+    files = json.loads((trace / f"{stage}.files.json").read_text())
+    ran = json.loads((trace / f"{stage}.modules.json").read_text())
+    modules = [f"src/{name.replace('.', '/')}.py" for name in ran]
+    return sorted({*[f for f in files if not f.startswith(TOOL_FILES)
+                     and not f.endswith(".gitignore") and not covered(f, allowed)],
+                   *[m for m in modules if not covered(m, allowed)]})
+
+
 @pytest.mark.slow
 def test_each_stage_declares_the_files_it_read(run):
     repo, trace, _ = run
@@ -227,10 +239,8 @@ def test_each_stage_declares_the_files_it_read(run):
         path = trace / f"{name}.files.json"
         assert path.exists(), f"{name} ran but left no trace of the files it read"
         allowed = set(body["deps"]) | set(body["outs"]) | {"params.yaml"}
-        for read in json.loads(path.read_text()):
-            if read.startswith(TOOL_FILES) or read.endswith(".gitignore"):
-                continue  # code (checked statically) and DVC's, git's and MLflow's own files
-            assert covered(read, allowed), f"{name} read {read}, which its deps do not list"
+        # DVC's, git's and MLflow's own files aside
+        assert undeclared_reads(trace, name, allowed) == [], name
 
 
 @pytest.mark.slow
@@ -587,40 +597,49 @@ def assert_declared_exactly(copy: Path, trace: Path, ran: set[str]) -> None:
         assert {k for k in read if not covered(k, declared)} == set(), name
         assert {d for d in declared if not any(covered(k, {d}) for k in read)} == set(), name
         allowed = set(stages[name]["deps"]) | set(stages[name]["outs"]) | {"params.yaml"}
-        files = json.loads((trace / f"{name}.files.json").read_text())
-        assert [f for f in files if not f.startswith(TOOL_FILES) and not f.endswith(".gitignore")
-                and not covered(f, allowed)] == [], name
+        assert undeclared_reads(trace, name, allowed) == [], name
 
 
 @pytest.mark.slow
 def test_the_left_to_right_lm_runs_in_its_own_stages_and_is_judged_beside_bert(run, tmp_path):
-    """`-S left_to_right=[gpt]` on a finished tiny run adds BERT's Table 5 ablation and reruns
-    nothing else but the report: the causal LM's pretraining, features and two cells per task,
-    every file they write and every param and file they read declared, its checkpoint a Hugging
-    Face BERT decoder, and both claims judged on both tasks."""
+    """`-S left_to_right=[gpt_bpe]` on a finished tiny run adds BERT's Table 5 ablation and
+    reruns nothing else but the report: the causal LM's pretraining (with the family's own
+    byte-level BPE, learned from the corpus: the left-to-right path with a family's tokenizer,
+    the WordPiece path being BERT's own), features and two cells per task, every file they
+    write, every param and file they read and every family module they ran declared, its
+    checkpoint a Hugging Face BERT decoder with its tokenizer, and both claims judged on both
+    tasks."""
+    from transformers import AutoTokenizer
+
     from ctxrep.analysis.claims import CLAIMS
 
+    family = "gpt_bpe"
     repo, _, env = run
     copy, trace = copy_run(repo, tmp_path / "repo"), tmp_path / "trace"
     # one fine-tuning rate of the tiny profile's two: a cell is a cell, and the cost halves
-    out = _dvc(copy, "exp", "run", "-S", "profile=tiny", "-S", "left_to_right=[gpt]",
-               "-S", "transfer.gpt-finetune.lr=[0.003]",
+    out = _dvc(copy, "exp", "run", "-S", "profile=tiny", "-S", f"left_to_right=[{family}]",
+               "-S", f"transfer.{family}-finetune.lr=[0.003]",
                env={**env, **NO_MLFLOW, config.TRACE_ENV: str(trace)})
     ran = {line.split("'")[1] for line in out.splitlines() if line.startswith("Running stage")}
     tasks = ("sst2", "ud_pos")
-    assert ran == {"locate_data", "pretrain_ltr@gpt", "extract_ltr@gpt", "report",
-                   *(f"{group}_ltr@{t}-gpt" for group in ("transfer", "finetune") for t in tasks)}, out
-    assert json.loads((copy / "data/models/gpt/config.json").read_text())["is_decoder"] is True
-    pretrain = json.loads((copy / "metrics/pretrain_gpt.json").read_text())
+    assert ran == {"locate_data", f"pretrain_ltr@{family}", f"extract_ltr@{family}", "report",
+                   *(f"{group}_ltr@{t}-{family}" for group in ("transfer", "finetune")
+                     for t in tasks)}, out
+    model = copy / f"data/models/{family}"
+    assert json.loads((model / "config.json").read_text())["is_decoder"] is True
+    assert AutoTokenizer.from_pretrained(str(model)).tokenize("the play")[0] == "Ġthe"
+    pretrain = json.loads((copy / f"metrics/pretrain_{family}.json").read_text())
     assert {"val_lm_ppl", "val_lm_acc", "val_lm_acc_most_frequent"} <= set(pretrain), pretrain
-    for method in ("gpt-feature", "gpt-finetune"):
+    for method in (f"{family}-feature", f"{family}-finetune"):
         for task in tasks:
             cell = json.loads((copy / f"metrics/transfer/{task}/{method}.json").read_text())
             assert len(cell["seeds"]) >= 1 and cell.get("unavailable") is None, cell
     judged = json.loads((copy / "metrics/claims.json").read_text())
     for claim in CLAIMS:
-        if "gpt" in claim.worse:
+        if claim.worse.startswith(f"{family}-"):
             assert set(judged[f"{claim.better}_vs_{claim.worse}"]) == set(tasks), judged
+    assert json.loads((trace / f"pretrain_ltr@{family}.modules.json").read_text()) == [
+        f"ctxrep.families.{family}"]
     assert_declared_exactly(copy, trace, ran - {"locate_data"})
 
 

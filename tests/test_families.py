@@ -16,7 +16,7 @@ def test_every_list_of_families_is_the_registry():
     from ctxrep.transfer.extract import FEATURIZERS
     from ctxrep.transfer.record import STARTING_POINTS
 
-    names, every = families.NAMES, tuple(families.FAMILIES)
+    names, every = families.NAMES, (*families.NAMES, *families.LEFT_TO_RIGHT)
     assert tuple(FEATURIZERS) == every and tuple(METRIC) == names
     assert inputs.FAMILY_NAMES == names
     assert STARTING_POINTS == tuple(config.BERT_MODELS)
@@ -86,16 +86,33 @@ def _code_strings(path: Path) -> list[tuple[int, str]]:
     return found
 
 
-def test_a_left_to_right_family_is_named_in_the_registry_alone():
-    """Everything about a left-to-right LM follows from its registry entry: no other module's
-    code, no stage script and no command or dependency in dvc.yaml names it (comments and
-    docstrings may), so a second one is an entry plus its conf keys."""
+def test_a_left_to_right_family_is_a_module_found_by_its_name():
+    """Each module of ctxrep.families is a left-to-right family whose entry carries the module's
+    name; the catalogue lists them without importing them (only a stage that needs an entry
+    loads its module, and lists it in dvc.yaml)."""
+    import subprocess
+    import sys
+
+    for name in families.LEFT_TO_RIGHT:
+        entry = families.family(name)
+        assert entry.name == name and entry.left_to_right and entry.section == f"pretrain_{name}"
+    code = ("import sys\nfrom ctxrep import config, families\n"
+            "print([m for m in sys.modules if m.startswith('ctxrep.families.')])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_a_left_to_right_family_is_named_in_its_module_alone():
+    """Everything about a left-to-right LM follows from its module's name and entry: no other
+    module's code, no stage script and no command or dependency in dvc.yaml names it (comments
+    and docstrings may), so a second one is a module plus its conf keys."""
     import re
 
     # "gpt" in "gpt-feature" or "pretrain_gpt", not inside another word
     names = re.compile(r"(?<![A-Za-z])(" + "|".join(families.LEFT_TO_RIGHT) + r")(?![A-Za-z])")
+    own = {REPO / f"src/ctxrep/families/{name}.py" for name in families.LEFT_TO_RIGHT}
     modules = [p for p in (*(REPO / "src").rglob("*.py"), *(REPO / "stages").glob("*.py"))
-               if p != REPO / "src/ctxrep/families.py"]
+               if p not in own]
     named = [f"{p.relative_to(REPO)}:{line}: {text!r}" for p in modules
              for line, text in _code_strings(p) if names.search(text)]
     assert named == []

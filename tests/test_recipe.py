@@ -442,17 +442,43 @@ def test_the_fixtures_cut_by_ctxrep_fixture_serve_the_fixture_mirror_test(recipe
 
 
 
+def add_family(repo: Path, name: str, like: str = "gpt") -> None:
+    """A left-to-right family as docs/models.md says a user adds one: a module of
+    ctxrep.families and its conf keys, ``like``'s with the name changed."""
+    module = (repo / f"src/ctxrep/families/{like}.py").read_text()
+    (repo / f"src/ctxrep/families/{name}.py").write_text(module.replace(f'"{like}"', f'"{name}"'))
+    conf = repo / "conf/config.yaml"
+    text = conf.read_text()
+    for block in (re.search(rf"^pretrain_{like}:\n(?:  .*\n)+", text, re.M).group(0),
+                  re.search(rf"^  {like}-feature: .*\n", text, re.M).group(0),
+                  re.search(rf"^  {like}-finetune: .*\n(?:    .*\n)+", text, re.M).group(0)):
+        copy = re.sub(rf"(?<![a-z]){like}(?=[-:])|(?<=pretrain_){like}\b", name, block)
+        text = text.replace(block, block + copy, 1)
+    conf.write_text(text)
+
+
 def test_adding_a_task_to_a_finished_run_reruns_only_what_reads_it(tiny_run, tiny_mirror,
                                                                    tmp_path):
     """Issue 29: steps 1, 2 and 5 of the recipe for one task (CoLA) in a copy of the finished
     tiny run. DVC then finds stale only the new task's stages and the ones that read every
     grid task (extract, probe, report; locate_data runs every time): no other fetch, no
     pretraining, no other task's baseline or cell. Extract, rerun for one feature set, writes
-    the other tasks' features to the same bytes, so their cells stay up to date."""
+    the other tasks' features to the same bytes, so their cells stay up to date.
+
+    Issue 59, first: a left-to-right family added the same way (its module and conf keys, not
+    listed in ``left_to_right``) leaves every stage up to date but ``code``, which finds every
+    manifest unchanged."""
     repo = copy_run(tiny_run.repo, tmp_path / "run")
     (repo / "src/ctxrep").unlink()  # the package as a copy of the same bytes, to add a module to
     shutil.copytree(REPO / "src/ctxrep", repo / "src/ctxrep",
                     ignore=shutil.ignore_patterns("__pycache__"))
+    manifests = {p.name: p.read_bytes() for p in (repo / "data/code").iterdir()}
+    add_family(repo, "gpt2")
+    with_family = compose(repo, "tiny")                                # as `dvc exp run` would
+    assert with_family["pretrain_gpt2"] == with_family["pretrain_gpt"]
+    assert with_family["transfer"]["gpt2-finetune"]["bert"] == "pretrain_gpt2"
+    stale = set(json.loads(dvc(repo, "status", "--json", env=src_env(repo))))
+    assert stale == {"code", "locate_data"}, sorted(stale)
     mirror = tmp_path / "mirror"
     shutil.copytree(tiny_mirror, mirror)
     publish(mirror)                                                    # step 1
@@ -480,6 +506,7 @@ def test_adding_a_task_to_a_finished_run_reruns_only_what_reads_it(tiny_run, tin
     assert re.findall(r"Running stage '([^']+)'", ran) == [
         "code", "locate_data", "fetch_tasks@cola", "extract@bilm-random"], ran
     assert {task: tree_hash(features / task) for task in before} == before
+    assert {p.name: p.read_bytes() for p in (repo / "data/code").iterdir()} == manifests
     assert (features / "cola/meta.json").exists()
     stale_after = set(json.loads(dvc(repo, "status", "--json", env=env)))
     assert "baseline@cola" in stale_after  # its input exists now

@@ -922,3 +922,20 @@ def test_a_hugging_face_checkpoints_two_methods_stand_with_the_others(tmp_path):
     assert {"transfer_hf@sst2-rob", "finetune_hf@sst2-rob"} <= set(stages)
     ledger = _rows(section(report.markdown, "## Compute ledger"))
     assert ledger["transfer hf-rob-finetune"][1:] == ["800 sub-word tokens", "5,000", "2.00e+10"]
+
+
+def test_claims_between_methods_are_dvc_metrics_and_composites_are_not():
+    """metrics/claims.json holds every method-vs-method claim, a family's name with an underscore
+    (gpt_bpe-feature) or a checkpoint's (hf-my_bert) included; learning-curve and layer
+    comparisons stay in summary.json only."""
+    from ctxrep.report.summary import claim_metrics
+
+    def claim(better, worse):
+        return {"better": better, "worse": worse, "task": "ud_pos", "estimate": 1.0,
+                "ci95": [0.5, 1.5]}
+
+    claims = claim_metrics({"claims": [
+        claim("bert-feature", "gpt_bpe-feature"), claim("hf-my_bert", "static"),
+        claim("(elmo − static) @ 80 ex.", "(elmo − static) @ 400 ex."),
+        claim("biLM layer 1", "biLM top layer")]})
+    assert sorted(claims) == ["bert-feature_vs_gpt_bpe-feature", "hf-my_bert_vs_static"]

@@ -16,7 +16,10 @@ transitively, at module level or inside a function; packages whose modules are l
 code reaches the task registry, what the task modules import. The task modules themselves are
 not in a manifest: a stage that runs once per task lists its own task's module in ``dvc.yaml``
 (``src/ctxrep/data/tasks/${item}.py``), any other stage that reads tasks the whole folder, so a
-task added to the run reruns only what reads it.
+task added to the run reruns only what reads it. A left-to-right family's module
+(:mod:`ctxrep.families`, found by file name and imported by ``family(name)``) is the same: in no
+manifest (what it imports is), listed in dvc.yaml by the stages that load it
+(:data:`FAMILY_LOADERS`, their own family's), so a family added reruns nothing else.
 
 The stage is ``stages/code.py``; ``python -m ctxrep.codedeps OUT`` writes the same manifests
 anywhere, outside the pipeline.
@@ -40,6 +43,11 @@ PATH_LOADED = ("metrics",)
 # The task registry imports each task's module by name (ctxrep.data.tasks.get).
 TASKS_PACKAGE = f"src/{PACKAGE}/data/tasks"
 CODE_DIR = Path("data/code")  # the stage `code`'s output: <script>.json per stage script
+# The left-to-right families' modules (ctxrep.families), and the stage scripts that load their
+# own family's (``families.family(name)``): each lists ``src/ctxrep/families/${item}.py``. The
+# tests check it against the modules a real run's stages loaded (config.write_trace).
+FAMILIES_PACKAGE = f"src/{PACKAGE}/families"
+FAMILY_LOADERS = ("pretrain_ltr.py",)
 
 
 def module_file(src: Path, module: str) -> Path | None:
@@ -121,6 +129,12 @@ def is_task_module(path: str) -> bool:
     return path.startswith(TASKS_PACKAGE + "/") and not path.endswith("/__init__.py")
 
 
+def is_family_module(path: str) -> bool:
+    """A left-to-right family's own module (listed by the stages that load it, never in a
+    manifest)."""
+    return path.startswith(FAMILIES_PACKAGE + "/") and not path.endswith("/__init__.py")
+
+
 def reaches_tasks(files: set[str]) -> bool:
     """Whether code running ``files`` reaches the task registry (and so runs task modules)."""
     return f"{TASKS_PACKAGE}/__init__.py" in files
@@ -132,10 +146,11 @@ def script_files(script: Path, root: Path) -> set[str]:
     src = root / "src"
     files = transitive_files(script, src) | transitive_files(root / LAUNCHER, src)
     paths = {str(p.relative_to(root)) for p in files}
-    if reaches_tasks(paths):
-        for module in sources(root / TASKS_PACKAGE):
-            paths |= {str(p.relative_to(root)) for p in transitive_files(module, src)}
-    return {p for p in paths if not is_task_module(p)}
+    for package in (TASKS_PACKAGE, FAMILIES_PACKAGE):  # what the modules found by name import
+        if f"{package}/__init__.py" in paths:
+            for module in sources(root / package):
+                paths |= {str(p.relative_to(root)) for p in transitive_files(module, src)}
+    return {p for p in paths if not is_task_module(p) and not is_family_module(p)}
 
 
 def manifest(script: Path, root: Path) -> dict[str, str]:

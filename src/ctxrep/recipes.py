@@ -30,7 +30,7 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from ctxrep.families import FAMILIES, NAMES, family
+from ctxrep.families import CORE, NAMES, family
 from ctxrep.io import atomic_file
 from ctxrep.report import plots
 from ctxrep.report.tables import markdown_table
@@ -38,7 +38,7 @@ from ctxrep.sweep import exp_show_json, experiment_revs
 from ctxrep.tracking import flatten
 
 # The families every profile pretrains in a stage of their own (pretrain_<model>)
-METRIC = {name: FAMILIES[name].recipe_metric for name in NAMES}
+METRIC = {name: CORE[name].recipe_metric for name in NAMES}
 
 
 @dataclass(frozen=True)

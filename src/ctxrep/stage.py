@@ -290,10 +290,14 @@ def _stage(name: str, section: str | None, track: bool,
     print(f"[{name}] done in {seconds:.1f} s: {items}", flush=True)
 
 
+NAMED_MODULES = ("ctxrep.data.tasks.", "ctxrep.families.")  # imported by name, not by code
+
+
 def trace_reads(stage_name: str) -> None:
     """With ``CTXREP_PARAMS_TRACE`` set (the dependency tests), note every file under the working
     directory this process opens for reading, and write the list to
-    ``<trace dir>/<stage>.files.json`` at exit: a check that dvc.yaml declares what is read."""
+    ``<trace dir>/<stage>.files.json`` at exit, with the task and family modules it ran in
+    ``<stage>.modules.json``: a check that dvc.yaml declares what is read."""
     folder = os.environ.get(config.TRACE_ENV)
     if not folder:
         return
@@ -317,6 +321,10 @@ def trace_reads(stage_name: str) -> None:
         out = Path(folder) / f"{stage_name}.files.json"
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(inside))
+        # The modules found by name (tasks, left-to-right families), which no code manifest
+        # holds: those this process ran, for the check that its stage lists each.
+        named = sorted(m for m in sys.modules if m.startswith(NAMED_MODULES))
+        (Path(folder) / f"{stage_name}.modules.json").write_text(json.dumps(named))
 
     sys.addaudithook(hook)
     atexit.register(dump)

@@ -2,7 +2,7 @@
 
 import re
 
-from ctxrep.families import LEFT_TO_RIGHT, family
+from ctxrep.families import LEFT_TO_RIGHT, family, model_dir_of, section_of
 
 # Feature-based methods. As in ELMo's Table 1, every method's task model reads a
 # context-independent representation x_k of each word, the static word vectors trained on the same
@@ -138,4 +138,4 @@ def pretrain_stage_name(name: str) -> str:
 # The networks a fine-tuning method can start from: the stage that wrote it, and where.
 BERT_MODELS = {"pretrain_bert": str(family("bert").model_dir),
                "import_bert": "data/models/bert-published",
-               **{family(name).section: str(family(name).model_dir) for name in LEFT_TO_RIGHT}}
+               **{section_of(name): str(model_dir_of(name)) for name in LEFT_TO_RIGHT}}

@@ -11,7 +11,7 @@ from ctxrep.config.fields import (MAX_BATCH, MAX_CLIP, MAX_COUNT, MAX_DIM, MAX_E
                                   MAX_SEEDS, MAX_STEPS, ParamError, check_seed_count, param,
                                   section)
 from ctxrep.config.methods import BERT_MODELS, FEATURE_METHODS
-from ctxrep.families import LEFT_TO_RIGHT, family
+from ctxrep.families import LEFT_TO_RIGHT, section_of
 from ctxrep.errors import InputError
 
 PRECISIONS = ("fp32", "bf16")  # the training loop's autocast (ctxrep.training.loop)
@@ -490,7 +490,7 @@ SECTIONS: dict[str, type] = {
     "tokenize": TokenizeParams,
     "pretrain_bilm": BiLMParams,
     "pretrain_bert": BertParams,
-    **{family(name).section: LeftToRightParams for name in LEFT_TO_RIGHT},
+    **{section_of(name): LeftToRightParams for name in LEFT_TO_RIGHT},
     "launch": LaunchParams,
     "compute": ComputeParams,
     "import_bert": ImportBertParams,

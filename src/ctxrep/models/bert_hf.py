@@ -151,13 +151,22 @@ def save_pretrained(
 def save_tokenizer_files(
     tokenizer_dir: str | Path, directory: str | Path, do_lower_case: bool, model_max_length: int
 ) -> None:
-    """Copy a WordPiece tokenizer (tokenizer.json and/or vocab.txt) and describe it for AutoTokenizer."""
+    """Copy a WordPiece tokenizer (tokenizer.json and/or vocab.txt) and describe it for
+    AutoTokenizer; a folder whose tokenizer_config.json describes its tokenizer (a family's own,
+    ``ctxrep.families``) is copied as it is, with the model's length."""
     tokenizer_dir, directory = Path(tokenizer_dir), Path(directory)
     copied = [name for name in ("tokenizer.json", "vocab.txt") if (tokenizer_dir / name).is_file()]
     if not copied:
         raise FileNotFoundError(f"tokenizer_dir: neither tokenizer.json nor vocab.txt in {tokenizer_dir}")
     for name in copied:
         shutil.copyfile(tokenizer_dir / name, directory / name)
+    if (tokenizer_dir / "tokenizer_config.json").is_file():
+        described = json.loads((tokenizer_dir / "tokenizer_config.json").read_text())
+        described["model_max_length"] = model_max_length
+        (directory / "tokenizer_config.json").write_text(json.dumps(described, indent=2) + "\n")
+        shutil.copyfile(tokenizer_dir / "special_tokens_map.json",
+                        directory / "special_tokens_map.json")
+        return
     special = {
         "unk_token": "[UNK]",
         "sep_token": "[SEP]",

@@ -1,15 +1,18 @@
 """Pretraining a network of BERT's architecture on the tokenized corpus, for a pretraining stage:
 BERT's masked LM (``pretrain_bert``) or the left-to-right LM of BERT's Table 5 (``pretrain_gpt``,
 the same network with causal attention). Both write a Hugging Face model folder with the corpus's
-WordPiece tokenizer, ``metrics/<stage>.json``, the compute ledger's row and the curves."""
+WordPiece tokenizer (or the family's own, learned from the corpus: ``Family.tokenizer``),
+``metrics/<stage>.json``, the compute ledger's row and the curves."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import torch
+from tokenizers import Tokenizer
 
-from ctxrep import config
+from ctxrep import config, families
 from ctxrep.data.tokenized import TokenizedCorpus
 from ctxrep.io import atomic_dir
 from ctxrep.models.bert import BertConfig, BertForPreTraining, count_parameters, flops_per_token
@@ -22,6 +25,22 @@ from ctxrep.training.distributed import default_device, init_distributed
 from ctxrep.training.loop import LoopConfig, train
 
 
+def tokenized_for(family: str, corpus: TokenizedCorpus, scratch: Path) -> tuple[Path, dict]:
+    """The folder of the tokenizer ``family`` trains with, and the corpus's documents (sentences
+    of token ids) per split in it: the corpus's WordPiece and the ids it holds, or the family's
+    own tokenizer, learned into ``scratch`` from the training sentences, and every sentence
+    encoded with it."""
+    learn = families.family(family).tokenizer
+    if learn is None:
+        return corpus.root, {split: load_documents(corpus, split) for split in ("train", "validation")}
+    learn(corpus, scratch)
+    tokenizer = Tokenizer.from_file(str(scratch / "tokenizer.json"))
+    return scratch, {split: [[e.ids for e in tokenizer.encode_batch(doc["sentences"],
+                                                                    add_special_tokens=False)]
+                             for doc in corpus.documents(split, columns=["sentences"])]
+                     for split in ("train", "validation")}
+
+
 def pretrain(ctx, stage: str, family: str, objective_type, is_decoder: bool = False):
     """Train ``objective_type`` (a BertObjective) on the network the stage's params describe,
     into data/models/<family>; checkpoints in data/checkpoints/<stage>, curves in
@@ -29,7 +48,9 @@ def pretrain(ctx, stage: str, family: str, objective_type, is_decoder: bool = Fa
     p = ctx.section
     out, checkpoints = Path("data/models") / family, Path("data/checkpoints") / stage
     corpus = TokenizedCorpus(p.path)
-    vocab = corpus.wordpiece_tokenizer().get_vocab()
+    # each process learns its own copy (the same bytes); the checkpoints' clearing removes it
+    tokenizer_dir, documents = tokenized_for(family, corpus, checkpoints / f"tokenizer-{os.getpid()}")
+    vocab = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json")).get_vocab()
     with config.as_param_error(stage):  # before any work
         model_config = BertConfig.from_params(p, vocab_size=len(vocab), pad_token_id=vocab["[PAD]"],
                                               is_decoder=is_decoder)
@@ -38,15 +59,15 @@ def pretrain(ctx, stage: str, family: str, objective_type, is_decoder: bool = Fa
     device = default_device(dist)
     torch.manual_seed(p.seed)
     model = BertForPreTraining(model_config).to(device)
-    objective = objective_type(model, load_documents(corpus, "train"),
-                               load_documents(corpus, "validation"), vocab, p, device, dist)
+    objective = objective_type(model, documents["train"], documents["validation"], vocab, p,
+                               device, dist)
     key = run_key(config.as_dict(p), corpus.meta)
     result = train(objective, LoopConfig.from_params(p), checkpoints / key, ctx.run, dist,
                    desc=stage, live_dir=Path("dvclive") / stage)
 
     if dist.main:
         with atomic_dir(out) as tmp:
-            save_pretrained(model.cpu(), tmp, tokenizer_dir=corpus.root,
+            save_pretrained(model.cpu(), tmp, tokenizer_dir=tokenizer_dir,
                             do_lower_case=corpus.meta["params"]["lowercase"])
         # the LM decodes every position; BERT's count keeps flops_per_token's 15 % masked
         decoded = {"masked_fraction": 1.0} if is_decoder else {}

@@ -17,7 +17,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from ctxrep.families import FAMILIES, LEFT_TO_RIGHT, NAMES
+from ctxrep.families import CORE, LEFT_TO_RIGHT, NAMES
 from ctxrep.config.methods import hf_name, is_hf_finetune
 from ctxrep.io import atomic_file
 from ctxrep.report.inputs import Curve, EvalCurve
@@ -71,7 +71,7 @@ def save_png(fig: Figure, path: Path | str) -> None:
 
 # What each pretrained model's held-out curve is plotted as: (held-out metric, label,
 # whether the panel's y axis is perplexity (log scale: the train loss as exp(loss)) or loss).
-HELDOUT = {name: FAMILIES[name].heldout for name in NAMES}
+HELDOUT = {name: CORE[name].heldout for name in NAMES}
 
 
 def moving_mean(values: list[float], window: int) -> np.ndarray:

@@ -16,11 +16,15 @@ fell below its first epoch's (:func:`did_not_learn`, read off the record's curve
 from __future__ import annotations
 
 import math
+import re
 
-from ctxrep.families import FAMILIES, NAMES
+from ctxrep.families import CORE, NAMES
 from ctxrep.transfer.record import CellRecord
 
 DECIMALS = 4
+# A method's name (elmo, bert-finetune, gpt_bpe-feature, hf-roberta): a claim between two is a
+# DVC metric; one between composites (learning-curve gains, layers) is not
+METHOD_NAME = re.compile(r"[a-z0-9_]+(-[a-z0-9_]+)*")
 # a seed learned if some later epoch's mean training loss is at least this share below the first's
 LEARNED_DROP = 0.01
 # ctxrep.analysis.claims's verdicts: each one's count is a metric, zero included
@@ -67,10 +71,10 @@ def summarise(transfer: dict[str, dict[str, CellRecord]], extras: dict | None = 
 
 # The pretraining numbers that are headlines: held-out quality and the budget it took (the rest
 # of metrics/pretrain_*.json are statistics: parameter counts, FLOPs, per-direction values).
-PRETRAIN_HEADLINES = {name: FAMILIES[name].headlines for name in NAMES}
+PRETRAIN_HEADLINES = {name: CORE[name].headlines for name in NAMES}
 # metrics/intrinsic.json's headlines (the models on a text from another domain): model → the key
 # there, and its name here.
-INTRINSIC_HEADLINES = {name: FAMILIES[name].intrinsic for name in NAMES}
+INTRINSIC_HEADLINES = {name: CORE[name].intrinsic for name in NAMES}
 
 
 def intrinsic_headlines(intrinsic: dict | None) -> dict:
@@ -128,9 +132,8 @@ def claim_metrics(summary: dict) -> dict:
     ``make exp-show`` leaves it out, ``dvc metrics show metrics/claims.json`` shows it."""
     claims: dict = {}
     for claim in summary.get("claims", []):
-        if not (claim["better"].replace("-", "").isalnum() and
-                claim["worse"].replace("-", "").isalnum()):
-            continue   # a composite comparison (learning curves): summary.json only
+        if not (METHOD_NAME.fullmatch(claim["better"]) and METHOD_NAME.fullmatch(claim["worse"])):
+            continue   # a composite comparison (learning curves, layers): summary.json only
         low, high = claim["ci95"]
         claims.setdefault(f"{claim['better']}_vs_{claim['worse']}", {})[claim["task"]] = {
             "delta": round(claim["estimate"], DECIMALS), "low": round(low, DECIMALS),

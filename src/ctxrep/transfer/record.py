@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ctxrep.errors import InputError
-from ctxrep.families import LEFT_TO_RIGHT, family
+from ctxrep.families import LEFT_TO_RIGHT, section_of
 
 # What a fine-tuned cell may start from (``config.BERT_MODELS``, which this module cannot import:
 # the report reads it): the stage that wrote the network.
-STARTING_POINTS = ("pretrain_bert", "import_bert", *(family(name).section for name in LEFT_TO_RIGHT))
+STARTING_POINTS = ("pretrain_bert", "import_bert", *map(section_of, LEFT_TO_RIGHT))
 
 DECIMALS = 6  # scores and rates in a record are rounded to this many decimals
 
