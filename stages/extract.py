@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 
 from ctxrep import config
-from ctxrep.families import family
+from ctxrep.families import model_dir_of
 from ctxrep.io import atomic_dir, write_json
 from ctxrep.models.hf_checkpoint import checkpoint_record
 from ctxrep.models.hf_features import HFFeaturizer
@@ -36,7 +36,7 @@ with stage(config.extract_stage_name(features), "extract") as ctx:
         entry = config.load_hf(ctx.params, hf)
         featurize = HFFeaturizer.from_params(entry, device)
     else:
-        featurize = FEATURIZERS[model].from_params(family(model).model_dir, device, p, random_init)
+        featurize = FEATURIZERS[model].from_params(model_dir_of(model), device, p, random_init)
     words = 0
     with atomic_dir(Path("data/features") / features) as tmp:
         if hf is not None:

@@ -135,10 +135,8 @@ ARGUMENTS: dict[tuple[str, str], str] = {
     ("sweep", "experiments"): NONEMPTY, ("recipes", "experiments"): NONEMPTY,
     ("recipes", "reference"): NONEMPTY,
     ("neighbors", "model"): MODEL_DIR, ("perplexity", "model"): MODEL_DIR,
-    ("docs", "root"): DIR_IN, ("neighbors", "corpus"): DIR_IN, ("compare", "against"): DIR_IN,
-    ("export-elmo", "model_dir"): DIR_IN,
-    ("perplexity", "textfile"): FILE_IN, ("import-elmo", "options"): FILE_IN,
-    ("import-elmo", "weights"): FILE_IN,
+    ("docs", "root"): DIR_IN, ("neighbors", "corpus"): DIR_IN,
+    ("import-elmo", "options"): FILE_IN, ("import-elmo", "weights"): FILE_IN,
 }
 # Values whose meaning only the command knows, and who judges them (each has a bad case in
 # tests/test_cli.py): a profile's name and the overrides are composed by the params schema, a
@@ -147,6 +145,9 @@ COMMAND_CHECKS: dict[tuple[str, str], str] = {
     ("repro", "overrides"): "composed and checked by the params schema (ctxrep.preflight)",
     ("check-params", "overrides"): "composed and checked by the params schema",
     ("compare", "rev"): "a commit of this repository (git)",
+    ("compare", "against"): "another checkout's folder, said as such",
+    ("export-elmo", "model_dir"): "a saved biLM, its files named when one is missing",
+    ("perplexity", "textfile"): "plain UTF-8 text: a regular file, no NUL, lines of sane length",
 }
 
 

@@ -51,7 +51,7 @@ def pretrain(ctx, stage: str, family: str, objective_type, is_decoder: bool = Fa
     # each process learns its own copy (the same bytes); the checkpoints' clearing removes it
     tokenizer_dir, documents = tokenized_for(family, corpus, checkpoints / f"tokenizer-{os.getpid()}")
     vocab = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json")).get_vocab()
-    with config.as_param_error(stage):  # before any work
+    with config.as_param_error(stage):  # before training
         model_config = BertConfig.from_params(p, vocab_size=len(vocab), pad_token_id=vocab["[PAD]"],
                                               is_decoder=is_decoder)
 
