@@ -79,7 +79,6 @@ BAD_ARGUMENTS = [
     ["repro", ""],
     ["repro", "tiny", "--no-such-flag"],
     ["check-params", "no-such-profile"],
-    ["check-params", "tiny", "compute.threads=-1"],
     ["check-params", "tiny", "no_such_section.x=1"],
     ["verify", "--repair=yes"],
     ["docs", "--root", "no-such-folder"],
