@@ -281,18 +281,20 @@ def estimate_lines(params: dict, counts: dict[str, dict[str, int] | str]) -> lis
 
 
 def run(args) -> int:
-    """The survey of every profile (:func:`survey_profiles`), then the check of the one named,
-    whose verdict is the last line. Where the check fails, only the profiles that need a task
-    added (or do not compose) are named before it."""
+    """The check of the profile named, whose verdict is the last line, after the survey of
+    every profile (:func:`survey_profiles`) where the survey can bear on it: when the check
+    passes, or fails on conf/ as it is (no overrides given), only the profiles that need a task
+    added (or do not compose) named then. A profile that does not exist or a bad override is
+    the command's mistake, not conf/'s: it is said alone, without composing every profile."""
     import contextlib
     import io
 
-    survey = survey_profiles(".")
     verdict = io.StringIO()
     with contextlib.redirect_stderr(verdict):
         status = check(args.profile, args.overrides, write=args.write)
-    for line in survey_lines(survey, lists=status == 0):
-        print(f"ctxrep: {line}", file=sys.stderr)
+    if status == 0 or (not args.overrides and args.profile in profiles(".")):
+        for line in survey_lines(survey_profiles("."), lists=status == 0):
+            print(f"ctxrep: {line}", file=sys.stderr)
     print(verdict.getvalue(), end="", file=sys.stderr)
     if status == 0 and getattr(args, "estimate", False):
         import tempfile

@@ -25,8 +25,9 @@ keys (``pretrain_<name>``, ``transfer.<name>-feature``, ``transfer.<name>-finetu
 
 The catalogue reads the module *names* only (:data:`LEFT_TO_RIGHT`); a module itself is
 imported by :func:`family` where its entry is needed, by its own pretraining stage. Like a
-task's module it is in no stage's code manifest (:mod:`ctxrep.codedeps`): ``pretrain_ltr@<name>``
-lists it in dvc.yaml and the report this folder, so adding a family reruns nothing else.
+task's module it is in no stage's code manifest (:mod:`ctxrep.codedeps`): only
+``pretrain_ltr@<name>`` lists it in dvc.yaml, and the later stages and the report learn of it
+from the params (``left_to_right``), so adding a family reruns nothing else.
 
 This package imports nothing but the standard library: the report reads it.
 """

@@ -151,9 +151,10 @@ def save_pretrained(
 def save_tokenizer_files(
     tokenizer_dir: str | Path, directory: str | Path, do_lower_case: bool, model_max_length: int
 ) -> None:
-    """Copy a WordPiece tokenizer (tokenizer.json and/or vocab.txt) and describe it for
-    AutoTokenizer; a folder whose tokenizer_config.json describes its tokenizer (a family's own,
-    ``ctxrep.families``) is copied as it is, with the model's length."""
+    """Copy a tokenizer (tokenizer.json and/or vocab.txt) and its description for AutoTokenizer.
+    A folder that describes itself (tokenizer_config.json and special_tokens_map.json, as
+    ``ctxrep.text.wordpiece`` and a family's own tokenizer write them) keeps its description,
+    with the model's length; a bare WordPiece folder (an older corpus) is described as BERT's."""
     tokenizer_dir, directory = Path(tokenizer_dir), Path(directory)
     copied = [name for name in ("tokenizer.json", "vocab.txt") if (tokenizer_dir / name).is_file()]
     if not copied:

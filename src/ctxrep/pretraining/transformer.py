@@ -25,20 +25,23 @@ from ctxrep.training.distributed import default_device, init_distributed
 from ctxrep.training.loop import LoopConfig, train
 
 
-def tokenized_for(family: str, corpus: TokenizedCorpus, scratch: Path) -> tuple[Path, dict]:
-    """The folder of the tokenizer ``family`` trains with, and the corpus's documents (sentences
-    of token ids) per split in it: the corpus's WordPiece and the ids it holds, or the family's
-    own tokenizer, learned into ``scratch`` from the training sentences, and every sentence
-    encoded with it."""
+def tokenized_for(family: str, corpus: TokenizedCorpus, scratch: Path
+                  ) -> tuple[Path, dict[str, int], dict]:
+    """The folder of the tokenizer ``family`` trains with, its vocabulary, and the corpus's
+    documents (sentences of token ids) per split in it: the corpus's WordPiece and the ids it
+    holds, or the family's own tokenizer, learned into ``scratch`` from the training sentences,
+    and every sentence encoded with it."""
     learn = families.family(family).tokenizer
     if learn is None:
-        return corpus.root, {split: load_documents(corpus, split) for split in ("train", "validation")}
+        tokenizer = Tokenizer.from_file(str(corpus.root / "tokenizer.json"))
+        return corpus.root, tokenizer.get_vocab(), {
+            split: load_documents(corpus, split) for split in ("train", "validation")}
     learn(corpus, scratch)
     tokenizer = Tokenizer.from_file(str(scratch / "tokenizer.json"))
-    return scratch, {split: [[e.ids for e in tokenizer.encode_batch(doc["sentences"],
-                                                                    add_special_tokens=False)]
-                             for doc in corpus.documents(split, columns=["sentences"])]
-                     for split in ("train", "validation")}
+    return scratch, tokenizer.get_vocab(), {
+        split: [[e.ids for e in tokenizer.encode_batch(doc["sentences"], add_special_tokens=False)]
+                for doc in corpus.documents(split, columns=["sentences"])]
+        for split in ("train", "validation")}
 
 
 def pretrain(ctx, stage: str, family: str, objective_type, is_decoder: bool = False):
@@ -49,8 +52,8 @@ def pretrain(ctx, stage: str, family: str, objective_type, is_decoder: bool = Fa
     out, checkpoints = Path("data/models") / family, Path("data/checkpoints") / stage
     corpus = TokenizedCorpus(p.path)
     # each process learns its own copy (the same bytes); the checkpoints' clearing removes it
-    tokenizer_dir, documents = tokenized_for(family, corpus, checkpoints / f"tokenizer-{os.getpid()}")
-    vocab = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json")).get_vocab()
+    tokenizer_dir, vocab, documents = tokenized_for(family, corpus,
+                                                    checkpoints / f"tokenizer-{os.getpid()}")
     with config.as_param_error(stage):  # before training
         model_config = BertConfig.from_params(p, vocab_size=len(vocab), pad_token_id=vocab["[PAD]"],
                                               is_decoder=is_decoder)
