@@ -288,8 +288,10 @@ def kill_stage_when(repo: Path, script: str, args: list[str], condition, env: di
     import signal
     import time
 
+    # The stage itself, not a launcher whose warm fork (ctxrep.warm) would die a moment later:
+    # what a test asserts is the state that a kill at that instant leaves.
     full_env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{repo / 'mlflow.db'}",
-                **(env or {})}
+                "CTXREP_WARM": "0", **(env or {})}
     proc = subprocess.Popen([*LAUNCH, f"stages/{script}", *args], cwd=repo, env=full_env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + timeout
@@ -412,10 +414,26 @@ def pytest_collection_modifyitems(items):
     items.sort(key=order)  # stable: the order is kept within each group
 
 
+def pytest_configure(config):
+    """Stages forked from warm processes (ctxrep.warm; `make test` sets CTXREP_WARM=1): one
+    folder of them for the session, its workers and the tiny run, made here by the controller
+    (before it starts its workers, which inherit the environment) and ended with the session."""
+    from ctxrep import warm
+
+    if hasattr(config, "workerinput") or not warm.enabled() or os.environ.get(warm.FOLDER_ENV):
+        return
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="ctxrep-warm-")  # short: a socket's path has 107 bytes
+    os.environ[warm.FOLDER_ENV] = folder
+    config._ctxrep_warm_folder = Path(folder)
+
+
 def pytest_sessionfinish(session, exitstatus):
     """No tiny run outlives its session (-x, Ctrl-C, an internal error): when the session ends
     in the process that owns the shared folder (the xdist controller, or pytest without
-    workers), a run still going is stopped, DVC and its stage included."""
+    workers), a run still going is stopped, DVC and its stage included; so are the session's
+    warm processes."""
     import signal
 
     if hasattr(session.config, "workerinput"):  # an xdist worker: another may still wait on it
@@ -424,6 +442,12 @@ def pytest_sessionfinish(session, exitstatus):
     if (folder / "pid").exists() and not (folder / "status").exists():
         with contextlib.suppress(ProcessLookupError):
             os.killpg(int((folder / "pid").read_text()), signal.SIGKILL)
+    warm_folder = getattr(session.config, "_ctxrep_warm_folder", None)
+    if warm_folder is not None:
+        from ctxrep import warm
+
+        warm.stop(warm_folder)
+        shutil.rmtree(warm_folder, ignore_errors=True)
 
 
 @dataclass(frozen=True)

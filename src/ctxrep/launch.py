@@ -108,6 +108,13 @@ def main(argv: list[str] | None = None) -> None:
     sys.stdout.flush()
     if os.environ.get("DVC_STAGE"):  # DVC runs it: the stage (or torchrun) dies with DVC
         die_with_parent()
+    if p is None or (p.nproc_per_node == 1 and p.nnodes == 1):
+        from ctxrep import warm
+
+        if warm.enabled():  # a prototype: docs/notebook/2026-12-07-test-budget-processes.md
+            status = warm.run(script, script_args)
+            if status is not None:
+                sys.exit(status)
     os.execv(cmd[0], cmd)  # the stage (or torchrun) takes this process's place: DVC waits on it
 
 

@@ -65,18 +65,25 @@ def is_dvc(argv: list[str]) -> bool:
 def dvc_process():
     """The nearest ancestor process that is DVC itself (``dvc repro``, ``dvc exp run``, the
     ``dvc exp exec-run`` a queue worker starts per experiment, or ``make repro``'s
-    ``python -m ctxrep.dvc_cli exp run``); ``None`` when there is none."""
+    ``python -m ctxrep.dvc_cli exp run``); ``None`` when there is none. A stage forked by a
+    warm process (:mod:`ctxrep.warm`) looks from its launcher, the process DVC started."""
     import psutil
 
     try:
-        for proc in psutil.Process().parents():
+        launcher = os.environ.get("CTXREP_WARM_LAUNCHER")  # ctxrep.warm.LAUNCHER_ENV
+        if launcher:
+            first = psutil.Process(int(launcher))
+            ancestors = [first, *first.parents()]
+        else:
+            ancestors = psutil.Process().parents()
+        for proc in ancestors:
             try:
                 argv = proc.cmdline()
             except (psutil.AccessDenied, psutil.ZombieProcess):
                 continue
             if is_dvc(argv):
                 return proc
-    except psutil.Error:
+    except (psutil.Error, ValueError):
         return None
     return None
 

@@ -1,0 +1,79 @@
+"""Stages forked from a warm process (ctxrep.warm, CTXREP_WARM=1): the stage gets the
+launcher's arguments, streams, environment and exit status, sees its launcher where it looks
+for DVC, dies with its launcher, and the warm process ends when asked.
+
+That a forked stage writes the same bytes as one started afresh is checked by ``.ci/run`` (the
+tiny pipeline both ways, one dvc.lock)."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from ctxrep import warm
+
+LAUNCH = [sys.executable, "-m", "ctxrep.launch"]
+
+ECHO = """import os, sys
+print('args', sys.argv[1:], os.environ.get('MARK'))
+print('warm', 'torch' in sys.modules, os.environ.get('CTXREP_WARM_LAUNCHER'))
+print('to stderr', file=sys.stderr)
+sys.exit(int(sys.argv[1]))
+"""
+
+
+@pytest.fixture
+def folder(tmp_path):
+    (tmp_path / "stages").mkdir()
+    (tmp_path / "stages/echo.py").write_text(ECHO)
+    (tmp_path / "stages/sleep.py").write_text(
+        "import time, pathlib\ntime.sleep(6)\npathlib.Path('done').write_text('x')\n")
+    sockets = Path(tempfile.mkdtemp(prefix="ctxrep-warm-test-"))  # a socket path has 107 bytes
+    env = {**os.environ, "CTXREP_WARM": "1", warm.FOLDER_ENV: str(sockets), "MARK": "m1"}
+    yield tmp_path, env, sockets
+    warm.stop(sockets)
+    shutil.rmtree(sockets, ignore_errors=True)
+
+
+def test_a_warm_stage_gets_the_launchers_arguments_streams_environment_and_status(folder):
+    root, env, sockets = folder
+    for code in (0, 3):
+        proc = subprocess.Popen([*LAUNCH, "stages/echo.py", str(code)], cwd=root, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == code, err
+        assert f"args ['{code}'] m1" in out and "to stderr" in err
+        # forked from the process that had torch loaded, and told who its launcher is
+        assert f"warm True {proc.pid}" in out, out
+
+
+def test_a_warm_stage_dies_with_its_launcher_and_the_warm_process_ends_when_asked(folder):
+    root, env, sockets = folder
+    subprocess.run([*LAUNCH, "stages/echo.py", "0"], cwd=root, env=env, timeout=300)  # warm up
+    launcher = subprocess.Popen([*LAUNCH, "stages/sleep.py"], cwd=root, env=env)
+    time.sleep(3)
+    launcher.send_signal(signal.SIGKILL)
+    launcher.wait()
+    time.sleep(8)
+    assert not (root / "done").exists(), "the stage outlived its launcher"
+    [pid_file] = sockets.glob("*.pid")
+    server = int(pid_file.read_text())
+    warm.stop(sockets)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _alive(server):
+        time.sleep(0.1)
+    assert not _alive(server)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        # a zombie (the warm process's parent, the first launcher, is gone: init reaps it)
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    except (OSError, IndexError):
+        return False
