@@ -102,9 +102,9 @@ repro: $(STAMP) $(PUBLISHED)/model.safetensors bytecode
 # PYTEST_ARGS reaches pytest through the environment (PYTEST_ADDOPTS, split by pytest, quotes
 # and all), never through the shell.
 # The suite's ~200 stage processes are forked from warm processes that imported torch, datasets,
-# DVCLive and MLflow once (src/ctxrep/warm.py; CTXREP_WARM=0 starts each stage afresh): the
-# tiny pipeline in 2 min 8 s against 5 min 9 s, the same dvc.lock
-# (docs/notebook/2026-12-07-test-budget-processes.md).
+# DVCLive and MLflow once, as `make repro`'s are (src/ctxrep/warm.py; CTXREP_WARM=0 starts each
+# stage afresh): the tiny pipeline in 2 min 8 s against 5 min 9 s, the same dvc.lock
+# (docs/notebook/2026-12-07-warm-stages.md).
 TEST_WORKERS ?= 3
 CTXREP_WARM ?= 1
 export PYTEST_ARGS

@@ -414,3 +414,32 @@ def test_the_lock_is_left_in_dvc_yaml_order_whatever_order_dvc_wrote(tmp_path):
     lock.write_text(yaml.safe_dump(data, sort_keys=False))
     assert prune_lock(tmp_path) == ["gone"]
     assert lock.read_bytes() == canonical
+
+
+WARM_PROBE = """import os, sys
+from pathlib import Path
+Path(sys.argv[1]).write_text(
+    f"{'torch' in sys.modules} {os.getppid()} {os.environ.get('CTXREP_WARM_DIR', '')}")
+"""
+
+
+def test_make_repro_forks_its_stages_from_warm_processes_of_its_own_which_end_with_it(tmp_path):
+    """`ctxrep repro` runs DVC with CTXREP_WARM=1 and a socket folder of its own: a stage is
+    forked from a process that has torch loaded, and after the run neither that process nor
+    its folder is left. CTXREP_WARM=0 starts each stage afresh."""
+    (tmp_path / "repo").mkdir()
+    repo = scratch_repo(tmp_path / "repo")
+    (repo / "probe.py").write_text(WARM_PROBE)
+    base = {k: v for k, v in os.environ.items() if not k.startswith("CTXREP_WARM")}
+    for switch, forked in ((None, True), ("0", False)):
+        seen = tmp_path / f"seen-{switch}"
+        dvc = fake_dvc(tmp_path, f"{sys.executable} -m ctxrep.launch probe.py {seen}; exit 3")
+        env = {**base, "DVC": dvc, **({"CTXREP_WARM": switch} if switch else {})}
+        proc = subprocess.run([sys.executable, "-m", "ctxrep", "repro", "tiny"], cwd=repo,
+                              env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 3, proc.stderr  # DVC's status, passed on
+        loaded, parent, folder = (seen.read_text().split(" ") + [""])[:3]
+        assert loaded == str(forked), seen.read_text()
+        if forked:
+            assert folder and not os.path.exists(folder), "the run's warm folder was left"
+            assert gone(int(parent), seconds=10), "the run's warm process was left"

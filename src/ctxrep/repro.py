@@ -15,7 +15,10 @@
    start of the next run if the last one was killed with -9.
 4. ``dvc exp run -S profile=<name>`` then runs, with no shell between us and it, with
    ``CTXREP_PIPELINE_RUN`` set to a fresh id: every stage's MLflow run of this pipeline run is
-   nested under one parent run (``ctxrep.tracking.pipeline_key``).
+   nested under one parent run (``ctxrep.tracking.pipeline_key``), and with stages forked
+   from warm processes of this run's own (:mod:`ctxrep.warm`: torch, datasets, DVCLive and
+   MLflow imported once, not once per stage; ``CTXREP_WARM=0`` starts each stage afresh, as a
+   plain ``dvc repro`` does), which end with the run.
 5. After a successful run, ``dvc.lock`` loses the entries of stages the pipeline no longer
    defines (a cell of another profile's grid): DVC keeps them forever, so the lock would record
    stages that did not run, and DVC re-reads and re-writes the whole lock after every stage.
@@ -40,7 +43,7 @@ import sys
 import uuid
 from pathlib import Path
 
-from ctxrep import run_record, workspace
+from ctxrep import run_record, warm, workspace
 from ctxrep.config.composition import effective_overrides
 from ctxrep.preflight import check
 from ctxrep.tracking import PIPELINE_ENV
@@ -279,6 +282,7 @@ def main(profile: str, overrides: list[str]) -> int:
     cmd = [*dvc, "exp", "run", *(arg for value in sets for arg in ("-S", value))]
     print("dvc exp run " + " ".join(f"-S {shlex.quote(value)}" for value in sets), flush=True)
     env = {**os.environ, PIPELINE_ENV: uuid.uuid4().hex}  # one MLflow parent run per run
+    warm_folder = own_warm_processes(env)
     started = run_record.start(profile)  # metrics/run.json: commit, clock
     stashes = len(git("stash", "list").splitlines())
     # DVC and its stages run in a process group of their own, which every SIGINT / SIGTERM /
@@ -309,6 +313,9 @@ def main(profile: str, overrides: list[str]) -> int:
             signal.signal(signum, handler)
         reattach_head()
         lock.close()
+        if warm_folder is not None:
+            warm.stop(warm_folder)
+            shutil.rmtree(warm_folder, ignore_errors=True)
     if len(git("stash", "list").splitlines()) > stashes:
         say("DVC left workspace changes (params.yaml, dvc.lock) in `git stash` (stash@{0}): "
             "`git stash pop` puts them back")
@@ -330,6 +337,20 @@ def main(profile: str, overrides: list[str]) -> int:
             return NOT_REPRODUCED_EXIT
         say("done. Report: reports/report.md; numbers: dvc metrics show / dvc exp show")
     return rc
+
+
+def own_warm_processes(env: dict) -> Path | None:
+    """Turn on warm stages in ``env`` (unless ``CTXREP_WARM`` says otherwise) in a socket folder
+    of this run's own, which the caller stops and removes at the end; ``None`` when stages start
+    afresh or the folder is someone else's (``CTXREP_WARM_DIR`` set: the test suite's)."""
+    env.setdefault(warm.SWITCH_ENV, "1")
+    if not warm.enabled(env) or env.get(warm.FOLDER_ENV):
+        return None
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="ctxrep-warm-"))  # short: a socket path has 107 bytes
+    env[warm.FOLDER_ENV] = str(folder)
+    return folder
 
 
 def compare_with_head(root: Path = Path(".")) -> int:

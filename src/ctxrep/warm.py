@@ -1,4 +1,5 @@
-"""Stages forked from a warm process (``CTXREP_WARM=1``; ``make test`` sets it, a run does not).
+"""Stages forked from a warm process (``CTXREP_WARM=1``: ``make repro`` and ``make test`` set it;
+a plain ``dvc repro`` starts each stage afresh).
 
 A tiny stage spends four fifths of its CPU importing the same libraries (torch, torch._dynamo,
 datasets, DVCLive, evaluate, MLflow): docs/notebook/2026-12-07-test-budget-processes.md. With
@@ -18,9 +19,10 @@ fork the stage:
 - **The stage sees its launcher as its parent** where it asks for its pipeline run
   (``LAUNCHER_ENV``: :func:`ctxrep.workspace.dvc_process` walks up from the launcher).
 - The warm process is single-threaded (a selector loop), so forking it is safe; it exits after
-  ``IDLE_SECONDS`` without a request, or when :func:`stop` is called on its folder (the test
-  suite's end). Where anything fails before the stage starts, the launcher starts the stage as
-  it always did. Linux only (``SCM_RIGHTS``, ``fork``): elsewhere the switch does nothing.
+  ``IDLE_SECONDS`` without a request, or when :func:`stop` is called on its folder (at the end
+  of ``ctxrep repro``, or of the test session). Where anything fails before the stage starts,
+  the launcher starts the stage as it always did. Linux only (``SCM_RIGHTS``, ``fork``):
+  elsewhere the switch does nothing.
 
 The stage's bytes are the same either way: ``.ci/run`` runs the tiny pipeline with the switch on
 and, beside it, off, and compares their ``dvc.lock``.
