@@ -33,7 +33,8 @@ def folder(tmp_path):
     (tmp_path / "stages").mkdir()
     (tmp_path / "stages/echo.py").write_text(ECHO)
     (tmp_path / "stages/sleep.py").write_text(
-        "import time, pathlib\ntime.sleep(6)\npathlib.Path('done').write_text('x')\n")
+        "import os, time, pathlib\npathlib.Path('pid').write_text(str(os.getpid()))\n"
+        "time.sleep(60)\npathlib.Path('done').write_text('x')\n")
     sockets = Path(tempfile.mkdtemp(prefix="ctxrep-warm-test-"))  # a socket path has 107 bytes
     env = {**os.environ, "CTXREP_WARM": "1", warm.FOLDER_ENV: str(sockets), "MARK": "m1"}
     yield tmp_path, env, sockets
@@ -57,23 +58,30 @@ def test_a_warm_stage_dies_with_its_launcher_and_the_warm_process_ends_when_aske
     root, env, sockets = folder
     subprocess.run([*LAUNCH, "stages/echo.py", "0"], cwd=root, env=env, timeout=300)  # warm up
     launcher = subprocess.Popen([*LAUNCH, "stages/sleep.py"], cwd=root, env=env)
-    time.sleep(3)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (root / "pid").exists():
+        time.sleep(0.05)
+    time.sleep(0.2)  # the pid is written whole
+    stage = int((root / "pid").read_text())
+    assert stage != launcher.pid  # forked, not exec'd
     launcher.send_signal(signal.SIGKILL)
     launcher.wait()
-    time.sleep(8)
-    assert not (root / "done").exists(), "the stage outlived its launcher"
+    assert _gone(stage, seconds=5), "the stage outlived its launcher"
+    assert not (root / "done").exists()
     [pid_file] = sockets.glob("*.pid")
     server = int(pid_file.read_text())
     warm.stop(sockets)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and _alive(server):
-        time.sleep(0.1)
-    assert not _alive(server)
+    assert _gone(server, seconds=10), "the warm process did not end when asked"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        # a zombie (the warm process's parent, the first launcher, is gone: init reaps it)
-        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
-    except (OSError, IndexError):
-        return False
+def _gone(pid: int, seconds: float) -> bool:
+    """``pid`` has exited (or is a zombie no one has reaped yet) within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] == "Z":
+                return True
+        except (OSError, IndexError):
+            return True
+        time.sleep(0.05)
+    return False
