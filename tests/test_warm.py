@@ -85,3 +85,17 @@ def _gone(pid: int, seconds: float) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def test_a_warm_process_that_cannot_start_is_said_and_the_stage_starts_afresh(folder, tmp_path):
+    root, env, sockets = folder
+    broken = tmp_path / "broken"
+    (broken / "dvclive").mkdir(parents=True)  # a library the warm process loads, the stage not
+    (broken / "dvclive/__init__.py").write_text("raise ImportError('broken on purpose')\n")
+    env = {**env, "PYTHONPATH": os.pathsep.join([str(broken), env.get("PYTHONPATH", "")])}
+    proc = subprocess.run([*LAUNCH, "stages/echo.py", "3"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 3, proc.stderr
+    assert "warm False None" in proc.stdout  # started afresh: nothing preloaded
+    [said] = [line for line in proc.stderr.splitlines() if line.startswith("ctxrep.launch:")]
+    assert "no warm process" in said and "broken on purpose" in said and "afresh" in said

@@ -117,6 +117,8 @@ def run(script: str, args: list[str]) -> int | None:
         reader = conn.makefile("r")
         started = reader.readline()
         if not started:
+            _say_afresh(f"the warm process ({path}) closed the connection before the stage "
+                        f"started")
             return None
         pid = json.loads(started)["pid"]
 
@@ -161,7 +163,19 @@ def _start_and_connect(path: Path, wait_s: float = 60.0) -> socket.socket | None
             if conn is not None:
                 return conn
             time.sleep(0.05)
+    log = path.with_suffix(".log")
+    tail = log.read_text(errors="replace").strip().splitlines()[-3:] if log.exists() else []
+    why = f"exited with status {server.returncode}" if server.poll() is not None \
+        else f"was not ready after {wait_s:.0f} s"
+    _say_afresh(f"no warm process: it {why}" + (f"; its last lines ({log}): " + " | ".join(tail)
+                                                    if tail else ""))
     return None
+
+
+def _say_afresh(why: str) -> None:
+    """One line on stderr: the stage starts afresh (same bytes, a few seconds more), and why."""
+    print(f"ctxrep.launch: {why}. Starting the stage afresh ({SWITCH_ENV}=0 does so without "
+          f"trying)", file=sys.stderr, flush=True)
 
 
 # ------------------------------------------------------------------------------------------
