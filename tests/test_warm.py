@@ -22,7 +22,7 @@ LAUNCH = [sys.executable, "-m", "ctxrep.launch"]
 
 ECHO = """import os, sys
 print('args', sys.argv[1:], os.environ.get('MARK'))
-print('warm', 'torch' in sys.modules, os.environ.get('CTXREP_WARM_LAUNCHER'))
+print('warm', 'torch' in sys.modules, 'ctxrep' in sys.modules, os.environ.get('CTXREP_WARM_LAUNCHER'))
 print('to stderr', file=sys.stderr)
 sys.exit(int(sys.argv[1]))
 """
@@ -50,8 +50,9 @@ def test_a_warm_stage_gets_the_launchers_arguments_streams_environment_and_statu
         out, err = proc.communicate(timeout=300)
         assert proc.returncode == code, err
         assert f"args ['{code}'] m1" in out and "to stderr" in err
-        # forked from the process that had torch loaded, and told who its launcher is
-        assert f"warm True {proc.pid}" in out, out
+        # forked from the process that had torch loaded (not ctxrep: the stage imports the
+        # project's modules from their files as they are now), and told who its launcher is
+        assert f"warm True False {proc.pid}" in out, out
 
 
 def test_a_warm_stage_dies_with_its_launcher_and_the_warm_process_ends_when_asked(folder):
@@ -96,6 +97,6 @@ def test_a_warm_process_that_cannot_start_is_said_and_the_stage_starts_afresh(fo
     proc = subprocess.run([*LAUNCH, "stages/echo.py", "3"], cwd=root, env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 3, proc.stderr
-    assert "warm False None" in proc.stdout  # started afresh: nothing preloaded
+    assert "warm False False None" in proc.stdout  # started afresh: nothing preloaded
     [said] = [line for line in proc.stderr.splitlines() if line.startswith("ctxrep.launch:")]
     assert "no warm process" in said and "broken on purpose" in said and "afresh" in said

@@ -255,6 +255,10 @@ def _fork_stage(conn: socket.socket, listener: socket.socket) -> int | None:
             os.environ[LAUNCHER_ENV] = str(request["launcher"])
             sys.argv = list(request["argv"])
             sys.path[0] = os.path.dirname(os.path.abspath(sys.argv[0]))
+            # The warm process imported ctxrep (and this module) to start: the stage imports its
+            # own copy of every project module from the files as they are now.
+            for name in [m for m in sys.modules if m == "ctxrep" or m.startswith("ctxrep.")]:
+                del sys.modules[name]
             import runpy
 
             try:
