@@ -282,6 +282,23 @@ def set_profile(repo: Path, profile: str, overrides: list[str] = ()) -> None:
     compose(repo, profile, overrides)
 
 
+def gone(pid: int, seconds: float = 30) -> bool:
+    """``pid`` has exited (or is a zombie no one has reaped yet) within ``seconds``."""
+    import time
+
+    import psutil
+
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.1)
+    return False
+
+
 def kill_stage_when(repo: Path, script: str, args: list[str], condition, env: dict | None = None,
                     timeout: float = 300) -> bool:
     """Run ``stages/<script>``; SIGKILL it as soon as ``condition()`` holds. True if killed."""

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from tests.conftest import REPO, launched_env, scratch_repo
+from tests.conftest import REPO, gone, launched_env, scratch_repo
 
 
 def fake_dvc(tmp_path, body: str):
@@ -298,20 +298,6 @@ def wait_for(path, seconds=60):
     assert path.exists(), f"{path} never appeared"
     time.sleep(0.3)  # the pid is written whole
     return int(path.read_text())
-
-
-def gone(pid, seconds=30):
-    import psutil
-
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def test_a_signal_to_make_repro_stops_the_running_stage_before_it_exits(tmp_path):

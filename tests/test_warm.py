@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from ctxrep import warm
+from tests.conftest import gone
 
 LAUNCH = [sys.executable, "-m", "ctxrep.launch"]
 
@@ -67,25 +68,13 @@ def test_a_warm_stage_dies_with_its_launcher_and_the_warm_process_ends_when_aske
     assert stage != launcher.pid  # forked, not exec'd
     launcher.send_signal(signal.SIGKILL)
     launcher.wait()
-    assert _gone(stage, seconds=5), "the stage outlived its launcher"
+    assert gone(stage, seconds=5), "the stage outlived its launcher"
     assert not (root / "done").exists()
     [pid_file] = sockets.glob("*.pid")
     server = int(pid_file.read_text())
     warm.stop(sockets)
-    assert _gone(server, seconds=10), "the warm process did not end when asked"
+    assert gone(server, seconds=10), "the warm process did not end when asked"
 
-
-def _gone(pid: int, seconds: float) -> bool:
-    """``pid`` has exited (or is a zombie no one has reaped yet) within ``seconds``."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            if Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] == "Z":
-                return True
-        except (OSError, IndexError):
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_a_warm_process_that_cannot_start_is_said_and_the_stage_starts_afresh(folder, tmp_path):
