@@ -66,8 +66,9 @@ def test_an_unknown_family_is_refused_naming_the_known():
         families.family("xlnet")
 
 
-def _code_strings(path: Path) -> list[tuple[int, str]]:
-    """(line, text) of every string and name in a module's code: docstrings left out."""
+def _code_strings(path: Path, names: bool = True) -> list[tuple[int, str]]:
+    """(line, text) of every string (and, with ``names``, every name) in a module's code:
+    docstrings left out."""
     import ast
 
     tree = ast.parse(path.read_text())
@@ -79,9 +80,9 @@ def _code_strings(path: Path) -> list[tuple[int, str]]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
             found.append((node.lineno, node.value))
-        elif isinstance(node, ast.Name):
+        elif isinstance(node, ast.Name) and names:
             found.append((node.lineno, node.id))
-        elif isinstance(node, ast.Attribute):
+        elif isinstance(node, ast.Attribute) and names:
             found.append((node.lineno, node.attr))
     return found
 
@@ -97,7 +98,7 @@ def test_a_left_to_right_family_is_a_module_found_by_its_name():
         entry = families.family(name)
         assert entry.name == name and entry.left_to_right and entry.section == f"pretrain_{name}"
     code = ("import sys\nfrom ctxrep import config, families\n"
-            "print([m for m in sys.modules if m.startswith('ctxrep.families.')])")
+            "print([m for m in sys.modules if m.rpartition('.')[2] in families.LEFT_TO_RIGHT])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -134,3 +135,42 @@ def test_make_exp_show_drops_every_params_section():
     drop = drop.replace("$(PARAM_SECTIONS)", sections).replace("$$", "$")
     kept = [k for k in TOP_LEVEL if not re.match(drop, k) and not re.match(drop, f"{k}.key")]
     assert kept == ["profile", "compute"]
+
+
+# The modules outside ctxrep.families that still name a core family or one of its methods in
+# their code (issue 59: each should ask the catalogue instead), with how many strings do: the
+# test fails on a module not listed, on a count that grows, and on one that falls (lower it here).
+STILL_NAMING = {
+    "src/ctxrep/report/build.py": 18, "src/ctxrep/report/provenance.py": 16,
+    "src/ctxrep/report/evidence.py": 9, "src/ctxrep/perplexity.py": 7,
+    "src/ctxrep/report/inputs.py": 6, "src/ctxrep/transfer/record.py": 6,
+    "src/ctxrep/sweep.py": 5, "src/ctxrep/docs_blocks.py": 5, "src/ctxrep/__init__.py": 4,
+    "src/ctxrep/config/params.py": 4, "src/ctxrep/recipes.py": 3, "src/ctxrep/config/sections.py": 3,
+    "src/ctxrep/cli.py": 2, "src/ctxrep/model_registry.py": 2, "src/ctxrep/report/findings.py": 2,
+    "src/ctxrep/transfer/extract.py": 2, "src/ctxrep/transfer/cell.py": 2,
+    "src/ctxrep/neighbors.py": 1, "src/ctxrep/published.py": 1, "src/ctxrep/transfer/feature_train.py": 1,
+    "stages/intrinsic.py": 1, "stages/neighbors.py": 1,
+}
+
+
+def test_a_core_family_and_its_methods_are_named_in_their_own_modules_alone():
+    """A core family's name and its methods' ("bilm", "elmo-io", "bert-scratch", "static") are
+    strings of its own module (ctxrep/families/<name>.py) and the code it owns (its network,
+    objective and stage scripts, ``MODULES`` there); every other module asks the catalogue
+    (ctxrep.families: METHODS, CLAIMS, TABLES). Docstrings and comments may name them."""
+    import re
+    from collections import Counter
+
+    left_to_right = {m for methods in families.LEFT_TO_RIGHT.values() for m in methods}
+    words = sorted({*families.OWN_MODULES, *families.NAMES,
+                    *(m for m in families.METHODS if m not in left_to_right)}, key=len, reverse=True)
+    named = re.compile(r"(?<![A-Za-z0-9_-])(" + "|".join(map(re.escape, words)) + r")(?![A-Za-z0-9_-])")
+    own = {REPO / path for paths in families.OWN_MODULES.values() for path in paths}
+    assert all(p.exists() for p in own), sorted(str(p) for p in own if not p.exists())
+    modules = [p for p in (*(REPO / "src").rglob("*.py"), *(REPO / "stages").glob("*.py"))
+               if p not in own and "families" not in p.relative_to(REPO).parts]
+    counts = Counter()
+    for path in modules:
+        for _, text in _code_strings(path, names=False):
+            counts[str(path.relative_to(REPO))] += len(named.findall(text))
+    assert {m: n for m, n in counts.items() if n} == STILL_NAMING

@@ -33,6 +33,7 @@ import json
 import sys
 from pathlib import Path
 
+from ctxrep.families import NOT_LEFT_TO_RIGHT
 from ctxrep.io import sha256_file
 
 PACKAGE = "ctxrep"
@@ -131,8 +132,10 @@ def is_task_module(path: str) -> bool:
 
 def is_family_module(path: str) -> bool:
     """A left-to-right family's own module (listed by the stages that load it, never in a
-    manifest)."""
-    return path.startswith(FAMILIES_PACKAGE + "/") and not path.endswith("/__init__.py")
+    manifest); the package's other modules (the core families, the records) are imported by its
+    ``__init__`` like any module."""
+    return (path.startswith(FAMILIES_PACKAGE + "/") and not path.endswith("/__init__.py")
+            and Path(path).stem not in NOT_LEFT_TO_RIGHT)
 
 
 def reaches_tasks(files: set[str]) -> bool:

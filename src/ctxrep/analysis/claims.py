@@ -8,8 +8,10 @@ the verdict is read off the interval, never off a point estimate:
     contradicted   the whole CI is below 0
     inconclusive   the CI contains 0 (the data cannot tell the two apart)
 
-Sources are the seed documents the project was created from (``../shared/seeds/``):
-004 (the ELMo paper, tables and ablations), 000 and 003 (ELMo and BERT explainers).
+The claims are their families' (``CLAIMS`` of ``ctxrep/families/<name>.py``, composed by
+:mod:`ctxrep.families`); their sources are the seed documents the project was created from
+(``../shared/seeds/``): 004 (the ELMo paper, tables and ablations), 000 and 003 (ELMo and BERT
+explainers).
 """
 
 from __future__ import annotations
@@ -17,45 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ctxrep.analysis.bootstrap import Interval, paired_difference
-from ctxrep.families import LEFT_TO_RIGHT
-
-
-@dataclass(frozen=True)
-class Claim:
-    better: str
-    worse: str
-    statement: str
-    source: str
-    tasks: tuple[str, ...] | None = None  # None: claimed for every task
-
-
-CLAIMS = (
-    Claim("elmo", "static", "contextual features beat the context-independent word vectors "
-          "they are added to", "ELMo Table 1 (seed 004 §4.1)"),
-    Claim("elmo", "elmo-token", "the biLM's contextual layers add to its own token layer",
-          "ELMo §3.1, §5.1 (seed 004 §2.3, §2.5)"),
-    Claim("elmo", "elmo-avg", "a learned layer mix is at least as good as equal weights",
-          "ELMo Table 2 (seed 004)"),
-    Claim("elmo-avg", "elmo-last", "all layers (averaged) beat the top layer alone",
-          "ELMo Table 2 (seed 004)"),
-    Claim("elmo-io", "elmo", "ELMo at the task encoder's input and output beats input only "
-          "(for SQuAD and SNLI)", "ELMo Table 3 (seed 004 §3)", tasks=("squad", "sick")),
-    Claim("elmo", "elmo-random", "pretraining, not the architecture, makes the biLM's "
-          "features useful (the control seed 004 says the paper lacks)", "seed 004 §5 ⑤"),
-    Claim("bert-feature", "bert-random", "pretrained BERT features beat the same network "
-          "untrained", "BERT §5 feature-based (seed 000/003)"),
-    Claim("bert-finetune", "bert-scratch", "fine-tuning a pretrained BERT beats training the "
-          "same network from scratch", "BERT §1, §4 (seed 000/003)"),
-    Claim("bert-finetune", "bert-feature", "fine-tuning beats frozen BERT features",
-          "BERT Table 7 (seed 000/003)"),
-    Claim("bert-finetune", "elmo", "fine-tuned BERT beats feature-based ELMo",
-          "BERT Tables 1–3 (seed 003)"),
-    # each left-to-right LM (ctxrep.families) against BERT, both ways of transfer
-    *(Claim(f"bert-{way}", method, "the bidirectional masked LM beats a left-to-right LM of the "
-            f"same network, corpus and budget ({how})", "BERT Table 5 (seed 000 §3, 003 §2)")
-      for methods in LEFT_TO_RIGHT.values()
-      for way, method, how in zip(("feature", "finetune"), methods, ("frozen features", "fine-tuned"))),
-)
+# Each family's module states its papers' claims (ctxrep.families composes them, in order).
+from ctxrep.families import CLAIMS, FIRST_LAYER, LAYER_CLAIMS, TOP_LAYER, Claim  # noqa: F401 (the report's)
 
 
 # Tasks that stand in for the one a paper judged its claim on: the report says so under every
@@ -67,17 +32,6 @@ STAND_INS = {
              "20 % (`data.squad_train_fraction`): the mirror holds only the dev set, not the "
              "87 k-question training set the papers used",
 }
-
-
-# Probing claims (ELMo §5.3): the "methods" are the biLM's layers, each probed alone (a linear
-# probe per layer, see ctxrep.transfer.probe); the report names them as below.
-FIRST_LAYER, TOP_LAYER = "biLM layer 1", "biLM top layer"
-LAYER_CLAIMS = (
-    Claim(FIRST_LAYER, TOP_LAYER, "part-of-speech is best predicted from the first biLSTM layer",
-          "ELMo §5.3 (seed 004)", tasks=("ud_pos",)),
-    Claim(TOP_LAYER, FIRST_LAYER, "word sense is best predicted from the top biLSTM layer",
-          "ELMo §5.3 (seed 004)", tasks=("wic",)),
-)
 
 
 def layer_runs(layers: list) -> dict[str, list]:

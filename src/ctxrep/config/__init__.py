@@ -32,8 +32,8 @@ from ctxrep.config.methods import (BERT_MODELS, FEATURE_METHODS, FEATURE_SETS, F
                                    READS_WORD_VECTORS, cell_stage_name, extract_stage_name,
                                    features_of, hf_finetune_method, hf_method, hf_name,
                                    is_feature_method, is_finetune_method, is_hf_finetune,
-                                   left_to_right_family, pretrain_stage_name, reads_word_vectors,
-                                   transfer_section)
+                                   left_to_right_family, method_record, pretrain_stage_name,
+                                   reads_word_vectors, transfer_section)
 from ctxrep.config.params import (GRID_KEYS, PARAMS_FILE, TRACE_ENV, grid_methods, load_hf,
                                   load_section, load_transfer, load_transfer_common, read_params,
                                   validate, write_trace)
@@ -49,7 +49,7 @@ __all__ = [
     "FROM_SCRATCH", "LEFT_TO_RIGHT", "cell_stage_name", "extract_stage_name", "left_to_right_family",
     "pretrain_stage_name", "features_of", "hf_method", "hf_finetune_method", "hf_name",
     "is_feature_method", "is_finetune_method", "is_hf_finetune", "FinetuneTrainingParams",
-    "transfer_section",
+    "transfer_section", "method_record",
     "reads_word_vectors", "load_hf", "HFEncoderParams",
     "GRID_KEYS", "MAX_SEED", "METHODS", "PARAMS_FILE", "READS_WORD_VECTORS", "SECTIONS", "TRACE_ENV",
     "TRAIN_INPUT", "BertParams", "BiLMParams", "LeftToRightParams", "ExtractParams", "FeatureTransferParams",

@@ -2,34 +2,27 @@
 
 import re
 
-from ctxrep.families import LEFT_TO_RIGHT, family, model_dir_of, section_of
+from ctxrep.families import LEFT_TO_RIGHT, METHODS as FAMILY_METHODS, STARTING_POINTS, Method
+from ctxrep.families.records import LEARNED
 
-# Feature-based methods. As in ELMo's Table 1, every method's task model reads a
-# context-independent representation x_k of each word, the static word vectors trained on the same
-# corpus (``pretrain_static``, data/models/static/), and adds the frozen features of one model
-# (data/features/<set>/), mixed per the method:
-#
-#   static        x_k alone: the paper's baseline (no model features)
-#   elmo-token    the biLM's token layer alone (layer 0, its char CNN), no x_k: a control
-#   elmo-last ... [mix of the model's layers; x_k]
-#
-# ``elmo-random`` and ``bert-random`` are the same architectures untrained: the controls that show
-# what pretraining itself contributes. ``<family>-feature`` reads a left-to-right LM of BERT's
-# Table 5 (``ctxrep.families.LEFT_TO_RIGHT``).
-FEATURES_OF = {"static": None, "elmo-token": "bilm", "elmo-last": "bilm", "elmo-avg": "bilm",
-               "elmo": "bilm", "elmo-io": "bilm", "bert-feature": "bert",
-               "elmo-random": "bilm-random", "bert-random": "bert-random",
-               **{feature: name for name, (feature, _) in LEFT_TO_RIGHT.items()}}
-# The methods that read the static word vectors as x_k: all but the token-layer control.
-READS_WORD_VECTORS = frozenset(FEATURES_OF) - {"elmo-token"}
+# The methods of every family (ctxrep.families: each family's module declares its own). Feature-
+# based ones: as in ELMo's Table 1, every method's task model reads a context-independent
+# representation x_k of each word, the static word vectors trained on the same corpus
+# (``pretrain_static``, data/models/static/), and adds the frozen features of one model
+# (data/features/<set>/), mixed per the method; ``static`` is x_k alone and the token-layer
+# control reads no x_k. The random-init controls are the same architectures untrained: they
+# show what pretraining itself contributes. Fine-tuned methods: the network of
+# ``transfer.<method>.bert`` and a task head, trained together, or from a fresh initialisation
+# of that network (the no-pretraining control).
+FEATURES_OF = {m.name: m.features for m in FAMILY_METHODS.values() if not m.fine_tuned}
+READS_WORD_VECTORS = frozenset(m.name for m in FAMILY_METHODS.values()
+                               if not m.fine_tuned and m.reads_word_vectors)
 FEATURE_METHODS = tuple(FEATURES_OF)
-# Fine-tuned methods: the network of ``transfer.<method>.bert`` and a task head, trained together;
-# ``bert-scratch`` from a fresh initialisation of that network (the no-pretraining control);
-# ``<family>-finetune`` from a left-to-right LM.
-FINETUNE_METHODS = ("bert-finetune", "bert-scratch", *(tuned for _, tuned in LEFT_TO_RIGHT.values()))
-FROM_SCRATCH = frozenset({"bert-scratch"})
+FINETUNE_METHODS = tuple(m.name for m in FAMILY_METHODS.values() if m.fine_tuned)
+FROM_SCRATCH = frozenset(m.name for m in FAMILY_METHODS.values() if m.from_scratch)
 METHODS = FEATURE_METHODS + FINETUNE_METHODS
-# bilm, bert, bilm-random, bert-random, gpt: what the extract stages write
+# the feature sets the extract stages write (the core families', their untrained controls', the
+# left-to-right LMs')
 FEATURE_SETS = tuple(dict.fromkeys(f for f in FEATURES_OF.values() if f is not None))
 # A left-to-right LM family's methods run in the ``*_ltr`` stages of dvc.yaml, which only
 # profiles listing the family in ``left_to_right`` have, never through the grid's lists (whose
@@ -80,6 +73,26 @@ def is_hf_finetune(method: str) -> bool:
 def is_hf_feature(method: str) -> bool:
     """``hf-<name>``, a checkpoint's frozen layers (and the section ``hf-feature``)."""
     return hf_name(method) is not None and not method.endswith(HF_FINETUNE_SUFFIX)
+
+
+def method_record(method: str) -> Method:
+    """What ``method`` is: its family's record, or a Hugging Face checkpoint's (its frozen layers
+    mixed as BERT's are, by a learned scalar mix)."""
+    if method in FAMILY_METHODS:
+        return FAMILY_METHODS[method]
+    if is_hf_feature(method):
+        return Method(method, method, LEARNED)
+    if is_hf_finetune(method):
+        return Method(method, fine_tuned=True)
+    raise ValueError(f"unknown transfer method {method!r}")
+
+
+# The feature-based methods whose layer weights are learned (the report draws them), the
+# untrained controls aside.
+LEARNED_MIX_METHODS = tuple(m.name for m in FAMILY_METHODS.values()
+                            if m.mix == LEARNED and not m.untrained)
+# The methods that exist to be compared against (the report lists them after the others).
+CONTROL_METHODS = tuple(m.name for m in FAMILY_METHODS.values() if m.control)
 
 
 def features_of(method: str) -> str | None:
@@ -136,6 +149,4 @@ def pretrain_stage_name(name: str) -> str:
 
 
 # The networks a fine-tuning method can start from: the stage that wrote it, and where.
-BERT_MODELS = {"pretrain_bert": str(family("bert").model_dir),
-               "import_bert": "data/models/bert-published",
-               **{section_of(name): str(model_dir_of(name)) for name in LEFT_TO_RIGHT}}
+BERT_MODELS = STARTING_POINTS

@@ -5,12 +5,18 @@
     bert   BERT (Devlin et al. 2019): a Transformer encoder trained by masked LM (+ NSP); judged
            by held-out masked-token accuracy
 
-Each core family (:data:`NAMES`) is pretrained by stage ``pretrain_<name>`` into
-``data/models/<name>`` (its metrics ``metrics/pretrain_<name>.json``, its curves
-``dvclive/pretrain_<name>``), featurized by ``extract@<name>`` (and its untrained control
-``extract@<name>-random``) into ``data/features/<name>``, probed by ``probe@<name>`` and scored
-on another domain by ``intrinsic``. Every module that lists families reads this one, so they
-agree and the order (the report's) is this file's.
+Each core family (:data:`NAMES`) is a module of this package (``bilm.py``, ``bert.py``) that
+declares everything the pipeline and the report ask of it by name: its entry (``FAMILY``), its
+transfer methods as records (``METHODS``: which features each reads and how it mixes them), the
+papers' claims about them (``CLAIMS``), and the papers' tables and numbers (``TABLES``,
+``PRETRAINING``); ``static.py`` is the static word vectors x_k, ``records.py`` the record types.
+This module composes them into the catalogue (:data:`METHODS`, :data:`CLAIMS`, :data:`TABLES`)
+that every other module iterates over instead of naming a method. A core family is pretrained
+by stage ``pretrain_<name>`` into ``data/models/<name>`` (its metrics
+``metrics/pretrain_<name>.json``, its curves ``dvclive/pretrain_<name>``), featurized by
+``extract@<name>`` (and its untrained control ``extract@<name>-random``) into
+``data/features/<name>``, probed by ``probe@<name>`` and scored on another domain by
+``intrinsic``. The order of :data:`NAMES` is the report's.
 
 **A left-to-right family is a module of this package, found by its file name** (``gpt.py``, the
 left-to-right LM of BERT's Table 5), as a task is a module of :mod:`ctxrep.data.tasks`: BERT's
@@ -29,7 +35,8 @@ task's module it is in no stage's code manifest (:mod:`ctxrep.codedeps`): only
 ``pretrain_ltr@<name>`` lists it in dvc.yaml, and the later stages and the report learn of it
 from the params (``left_to_right``), so adding a family reruns nothing else.
 
-This package imports nothing but the standard library: the report reads it.
+This package imports nothing but the standard library: the report reads it. The core
+families' modules are in every stage's code manifest; a left-to-right family's in its own only.
 """
 
 from __future__ import annotations
@@ -37,70 +44,67 @@ from __future__ import annotations
 import functools
 import importlib
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
 
+from ctxrep.families import bert, bilm, static
+from ctxrep.families.records import (Claim, Family, Method, PaperTable, Published, model_dir_of,
+                                     section_of)
 
-def section_of(name: str) -> str:
-    """A family's params section and the name of its stage script's run: ``pretrain_<name>``."""
-    return f"pretrain_{name}"
+__all__ = ["CLAIMS", "CORE", "Claim", "FIRST_LAYER", "Family", "LAYER_CLAIMS", "LEFT_TO_RIGHT",
+           "METHODS", "Method", "NAMES", "OWN_MODULES", "PRETRAINING", "PaperTable", "Published",
+           "STARTING_POINTS", "TABLES", "TOP_LAYER", "family", "model_dir_of", "section_of"]
 
-
-def model_dir_of(name: str) -> Path:
-    return Path("data/models") / name
-
-
-@dataclass(frozen=True)
-class Family:
-    name: str
-    label: str                     # how the report names it
-    # metrics/pretrain_<name>.json keys that are headlines (metrics/headline.json, summary.json):
-    # held-out quality and the budget it took
-    headlines: tuple[str, ...]
-    # The rest is read for the core families only (a left-to-right family leaves them None):
-    # the held-out curve (dvclive/pretrain_<name>): its metric key, its label, and whether the
-    # panel's axis is perplexity (log scale; the train loss drawn as exp(loss)) or loss
-    heldout: tuple[str, str, bool] | None = None
-    recipe_metric: str | None = None   # what `ctxrep recipes` compares recipes on (held-out)
-    recipe_lower_is_better: bool = False
-    intrinsic: tuple[str, str] | None = None  # metrics/intrinsic.json: its key there, its short name
-    left_to_right: bool = False    # a left-to-right LM, run where params left_to_right lists it
-    # A left-to-right family's own tokenizer: tokenizer(corpus, out_dir) writes a folder that
-    # ``transformers.AutoTokenizer`` loads (tokenizer.json, tokenizer_config.json), learned from
-    # the tokenized corpus; None: the corpus's WordPiece, BERT's.
-    tokenizer: Callable[[Any, Path], None] | None = None
-
-    @property
-    def model_dir(self) -> Path:
-        return model_dir_of(self.name)
-
-    @property
-    def section(self) -> str:
-        return section_of(self.name)
-
-
-# The families every profile pretrains, probes, scores on another domain and reports.
-CORE = {
-    "bilm": Family("bilm", "biLM", headlines=("val_ppl", "unigram_ppl", "train_tokens"),
-                   heldout=("val_ppl", "held-out perplexity (full softmax)", True),
-                   recipe_metric="val_ppl", recipe_lower_is_better=True,
-                   intrinsic=("perplexity_mean", "ppl")),
-    "bert": Family("bert", "BERT", headlines=("val_mlm_acc", "val_mlm_acc_at_mask", "train_tokens"),
-                   heldout=("val_mlm_loss", "held-out MLM loss", False),
-                   recipe_metric="val_mlm_acc", recipe_lower_is_better=False,
-                   intrinsic=("pseudo_perplexity", "pppl")),
-}
+# The families every profile pretrains, probes, scores on another domain and reports, one module
+# each, in the report's order.
+CORE = {module.FAMILY.name: module.FAMILY for module in (bilm, bert)}
 NAMES = tuple(CORE)
 PACKAGE_DIR = Path(__file__).parent
+# Modules of this package that are not left-to-right families: the core families, the static
+# word vectors and the records they are made of.
+NOT_LEFT_TO_RIGHT = (*NAMES, "static", "records")
 # The left-to-right LMs (BERT's Table 5 ablation), one module each, by file name (sorted):
 # name → its two methods, feature-based and fine-tuned.
 LEFT_TO_RIGHT = {p.stem: (f"{p.stem}-feature", f"{p.stem}-finetune")
-                 for p in sorted(PACKAGE_DIR.glob("*.py")) if not p.stem.startswith((".", "_"))}
+                 for p in sorted(PACKAGE_DIR.glob("*.py"))
+                 if not p.stem.startswith((".", "_")) and p.stem not in NOT_LEFT_TO_RIGHT}
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")  # a method is <name>-feature: no hyphen in a name
-for _bad in [n for n in LEFT_TO_RIGHT if n in CORE or not _NAME.fullmatch(n)]:
+for _bad in [n for n in LEFT_TO_RIGHT if not _NAME.fullmatch(n)]:
     raise ImportError(f"{PACKAGE_DIR / _bad}.py: a left-to-right family's module is named "
-                      f"{_NAME.pattern}, and not as a core family ({', '.join(CORE)})")
+                      f"{_NAME.pattern}")
+
+# The transfer methods of the core families and the static word vectors, and those of each
+# left-to-right LM (its frozen layers mixed as BERT's, and its network fine-tuned as BERT's).
+# The order is the catalogue's: x_k alone, the pretrained models' features, their untrained
+# controls, then the fine-tuned methods.
+_CORE_METHODS = (*static.METHODS, *bilm.METHODS, *bert.METHODS)
+_LEFT_TO_RIGHT_METHODS = tuple(
+    method for name, (feature, finetune) in LEFT_TO_RIGHT.items()
+    for method in (Method(feature, name, bert.BERT_FEATURE.mix),
+                   Method(finetune, fine_tuned=True)))
+METHODS = {m.name: m for m in (
+    *[m for m in _CORE_METHODS if not m.fine_tuned and not m.untrained],
+    *[m for m in _CORE_METHODS if m.untrained],
+    *[m for m in _LEFT_TO_RIGHT_METHODS if not m.fine_tuned],
+    *[m for m in _CORE_METHODS if m.fine_tuned],
+    *[m for m in _LEFT_TO_RIGHT_METHODS if m.fine_tuned])}
+
+# The papers' claims on the methods (ctxrep.analysis.claims judges them), and ELMo's layer claims.
+CLAIMS = (*bilm.CLAIMS, *bert.CLAIMS,
+          *(c for methods in LEFT_TO_RIGHT.values() for c in bert.against_left_to_right(*methods)))
+LAYER_CLAIMS = bilm.LAYER_CLAIMS
+FIRST_LAYER, TOP_LAYER = bilm.FIRST_LAYER, bilm.TOP_LAYER  # the layers' names in them
+# The papers' tables the report rebuilds over our tasks: ELMo's, Table 1 with BERT's columns.
+TABLES = tuple(PaperTable(t.key, t.title, (*t.methods, *bert.TABLE1_METHODS), t.question,
+                          t.published) if t.key == "table1" else t for t in bilm.TABLES)
+# The networks a fine-tuning method can start from: the stage that wrote it, and where (BERT's,
+# pretrained or published, and each left-to-right LM's).
+STARTING_POINTS = {**bert.STARTING_POINTS,
+                   **{section_of(name): str(model_dir_of(name)) for name in LEFT_TO_RIGHT}}
+# The code each core module owns besides itself (its network, objective and stage scripts): the
+# only modules that may name it or its methods.
+OWN_MODULES = {module.__name__.rpartition(".")[2]: module.MODULES for module in (static, bilm, bert)}
+# The published models' scale, per family.
+PRETRAINING = {bilm.FAMILY.name: bilm.PRETRAINING, bert.FAMILY.name: bert.PRETRAINING}
 
 
 @functools.cache

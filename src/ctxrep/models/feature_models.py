@@ -35,13 +35,8 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from ctxrep import config
+from ctxrep.families.records import AVERAGE, LAST, LEARNED, TOKEN
 from ctxrep.models.scalar_mix import ScalarMix
-
-
-# The random-init controls combine their (untrained) layers as their pretrained counterparts do,
-# and a left-to-right LM's layers (BERT's network) are mixed as BERT's.
-LEARNED_MIX_OF = {"elmo-random": "elmo", "bert-random": "bert-feature",
-                  **{feature: "bert-feature" for feature, _ in config.LEFT_TO_RIGHT.values()}}
 
 
 @dataclass
@@ -54,23 +49,23 @@ class WordFeatures:
 
 
 class LayerCombiner(nn.Module):
-    """(B, N, T, D) layers → (B, T, D) per the method; ``weights()`` for the report."""
+    """(B, N, T, D) layers → (B, T, D), combined as ``mix`` says (ctxrep.families.records: a
+    learned or a fixed equal scalar mix, the token layer or the top layer); ``weights()`` for the
+    report."""
 
-    def __init__(self, method: str, n_layers: int, layer_norm: bool):
+    def __init__(self, mix: str, n_layers: int, layer_norm: bool):
         super().__init__()
-        # a Hugging Face checkpoint's layers (hf-<name>) are mixed as BERT's
-        method = "bert-feature" if config.hf_name(method) is not None else LEARNED_MIX_OF.get(method, method)
-        self.method = method
+        self.combination = mix
         self.mix = None
-        if method in ("elmo", "elmo-io", "bert-feature"):
+        if mix == LEARNED:
             self.mix = ScalarMix(n_layers, do_layer_norm=layer_norm)
-        elif method == "elmo-avg":
+        elif mix == AVERAGE:
             self.mix = ScalarMix(n_layers, do_layer_norm=layer_norm, trainable=False)
 
     def forward(self, layers: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        if self.method == "elmo-token":
+        if self.combination == TOKEN:
             return layers[:, 0]
-        if self.method == "elmo-last":
+        if self.combination == LAST:
             return layers[:, -1]
         return self.mix(layers, mask)
 
@@ -95,6 +90,7 @@ class FeatureEncoder(nn.Module):
         if not config.is_feature_method(method):
             raise ValueError(f"unknown feature-based method {method!r}")
         self.method = method
+        record = config.method_record(method)
         self.reads_layers = config.features_of(method) is not None
         self.reads_vectors = config.reads_word_vectors(method)
         if self.reads_layers != (n_layers > 0 and dim > 0):
@@ -103,12 +99,13 @@ class FeatureEncoder(nn.Module):
         if self.reads_vectors != (vector_dim > 0):
             raise ValueError(f"{method} {'reads' if self.reads_vectors else 'reads no'} word "
                              f"vectors: got vector_dim={vector_dim}")
-        self.input_mix = LayerCombiner(method, n_layers, layer_norm) if self.reads_layers else None
+        self.input_mix = LayerCombiner(record.mix, n_layers, layer_norm) if self.reads_layers else None
         in_dim = (dim if self.reads_layers else 0) + (vector_dim if self.reads_vectors else 0)
         self.dropout = nn.Dropout(dropout)
         self.rnn = nn.LSTM(in_dim, hidden, num_layers=n_rnn_layers, batch_first=True,
                            bidirectional=True, dropout=dropout if n_rnn_layers > 1 else 0.0)
-        self.output_mix = LayerCombiner("elmo", n_layers, layer_norm) if method == "elmo-io" else None
+        # the output's mix has weights of its own (ELMo Table 3)
+        self.output_mix = LayerCombiner(record.mix, n_layers, layer_norm) if record.at_output else None
         self.out_dim = 2 * hidden + (dim if self.output_mix is not None else 0)
 
     def forward(self, inputs: WordFeatures, mask: torch.Tensor) -> torch.Tensor:

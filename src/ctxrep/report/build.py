@@ -20,10 +20,10 @@ from ctxrep.report import learning_curves as lc
 from ctxrep.report.formatting import figure_link, fmt_int, fmt_int_range, fmt_seconds, missing_file
 from ctxrep.report.inputs import ComputeEntry, ReportInputs, ledger_stages
 from ctxrep.report.provenance import data_section, imported_record
-from ctxrep.report.papers import BERT_PRETRAINING, ELMO_PRETRAINING
+from ctxrep.families import PRETRAINING, TABLES
 from ctxrep.report.summary import claim_metrics, headline, summarise
 from ctxrep.transfer.record import CellRecord
-from ctxrep.report.tables import MISSING, TABLES, markdown_table, published_sources, results_table
+from ctxrep.report.tables import MISSING, markdown_table, published_sources, results_table
 
 SUMMARY_PATH = Path("metrics/summary.json")
 HEADLINE_PATH = Path("metrics/headline.json")     # the DVC metric: one number per cell
@@ -58,14 +58,15 @@ def scale_section(inputs: ReportInputs) -> str:
         ours_bilm = f"this run uses published weights (`{record['path']}`)"
     if (record := imported_record(inputs, "bert")) is not None:
         ours_bert = f"this run uses a published checkpoint (`{record['path']}`)"
-    sizes = " / ".join(f"{name} {size}" for name, size in BERT_PRETRAINING["sizes"].items())
+    elmo_paper, bert_paper = PRETRAINING["bilm"], PRETRAINING["bert"]
+    sizes = " / ".join(f"{name} {size}" for name, size in bert_paper["sizes"].items())
     return "\n".join([
         "## Scale: the papers vs this run", "",
-        f"- ELMo's biLM was trained on the {ELMO_PRETRAINING['corpus']} "
-        f"({ELMO_PRETRAINING['architecture']}); {ours_bilm}. "
-        f"(seed `{ELMO_PRETRAINING['seed_file']}`)",
-        f"- BERT was pretrained on {BERT_PRETRAINING['corpus']} ({sizes}); {ours_bert}. "
-        f"(seed `{BERT_PRETRAINING['seed_file']}`)",
+        f"- ELMo's biLM was trained on the {elmo_paper['corpus']} "
+        f"({elmo_paper['architecture']}); {ours_bilm}. "
+        f"(seed `{elmo_paper['seed_file']}`)",
+        f"- BERT was pretrained on {bert_paper['corpus']} ({sizes}); {ours_bert}. "
+        f"(seed `{bert_paper['seed_file']}`)",
         "",
         "Published numbers come from models and corpora orders of magnitude larger and from the "
         "papers' own task architectures and test sets; they show the direction of each effect, "

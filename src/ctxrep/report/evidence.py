@@ -15,6 +15,7 @@ import numpy as np
 from ctxrep.analysis.bootstrap import STATISTIC, Interval, bootstrap_mean, example_stats
 from ctxrep.analysis.claims import (LAYER_CLAIMS, STAND_INS, Judgement, judge_all, layer_runs,
                                    unjudged)
+from ctxrep.config.methods import CONTROL_METHODS
 from ctxrep.report import plots
 from ctxrep.report.inputs import ReportInputs
 from ctxrep.report.summary import intrinsic_headlines, pretrain_headlines, seeds_did_not_learn
@@ -26,7 +27,6 @@ LEARNING_CURVE_SOURCE = "ELMo §5.4, Fig. 1 (seed 004)"  # the sample-efficiency
 BASELINE_ORDER = ("majority", "mean", "lookup", "tfidf-lr", "tfidf-ridge", "window")
 # secondary keys not worth a column: counts and per-class breakdowns
 NOT_SHOWN = ("num_tokens", "precision", "recall", "accuracy_tokens")
-CONTROLS = ("elmo-token", "elmo-random", "bert-random", "bert-scratch")
 
 
 @dataclass
@@ -184,8 +184,8 @@ def baselines_section(inputs: ReportInputs, evidence: Evidence) -> str:
                 rows.append([f"baseline: {name}", _pct(scores[record["primary"]], scale), "—",
                              format_ci(intervals.get(name), INTERVAL_SCALE),
                              _others(scores, record["primary"], scale), ""])
-        ordered = sorted((m for m in cells if m not in CONTROLS), key=lambda m: -cells[m].mean)
-        ordered += [m for m in CONTROLS if m in cells]
+        ordered = sorted((m for m in cells if m not in CONTROL_METHODS), key=lambda m: -cells[m].mean)
+        ordered += [m for m in CONTROL_METHODS if m in cells]
         for method in ordered:
             cell = cells[method]
             flag = " ".join(name for name, raised in (

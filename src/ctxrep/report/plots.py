@@ -17,15 +17,14 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from ctxrep.families import CORE, LEFT_TO_RIGHT, NAMES
-from ctxrep.config.methods import hf_name, is_hf_finetune
+from ctxrep.families import CORE, NAMES
+from ctxrep.config.methods import LEARNED_MIX_METHODS, hf_name, is_hf_finetune
 from ctxrep.io import atomic_file
 from ctxrep.report.inputs import Curve, EvalCurve
 from ctxrep.transfer.record import CellRecord
 
 DPI = 100
 PANEL_SIZE = (4.5, 3.2)   # inches per panel
-LEARNED_MIX_METHODS = ("elmo", "elmo-io", "bert-feature", *(f for f, _ in LEFT_TO_RIGHT.values()))
 
 
 def default_style(build):

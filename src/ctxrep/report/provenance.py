@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ctxrep.report.formatting import fmt_float, fmt_int, fmt_pct, missing_file
 from ctxrep.report.inputs import ReportInputs
-from ctxrep.report.papers import ELMO_PRETRAINING
+from ctxrep.families import PRETRAINING
 from ctxrep.report.tables import MISSING, markdown_table
 
 
@@ -145,7 +145,7 @@ def model_lines(inputs: ReportInputs) -> list[str]:
                      f"backward {fmt_float(bilm.get('val_ppl_backward'))}, mean "
                      f"{fmt_float(bilm.get('val_ppl'))} (unigram model "
                      f"{fmt_float(bilm.get('unigram_ppl'))}; published biLM "
-                     f"{ELMO_PRETRAINING['mean_perplexity']}).")
+                     f"{PRETRAINING['bilm']['mean_perplexity']}).")
     if (record := imported_record(inputs, "bert")) is not None:
         lines.append(f"- BERT: {_published_bert(record, bert)}")
     elif bert is None:

@@ -6,34 +6,12 @@ Scores are shown in percent (accuracy and F1 × 100; SQuAD F1 already is), as th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+# The papers' tables, as their families declare them (ctxrep.families.TABLES)
+from ctxrep.families import PaperTable
 from ctxrep.metrics import metric_info
 from ctxrep.transfer.record import CellRecord
-from ctxrep.report.papers import PUBLISHED, published
 
 MISSING = "—"
-
-
-@dataclass(frozen=True)
-class TableSpec:
-    key: str                      # key in published.PUBLISHED
-    title: str
-    methods: tuple[str, ...]
-    question: str
-
-
-TABLES = (
-    TableSpec("table1", "Table 1 analog: context-free vs contextual representations",
-              ("static", "elmo-token", "elmo", "bert-feature", "bert-finetune", "bert-scratch"),
-              "Does a pretrained contextual representation beat the context-free one?"),
-    TableSpec("table2", "Table 2 analog: which biLM layers to use",
-              ("elmo-last", "elmo-avg", "elmo"),
-              "Top layer only, an equal average of all layers, or learned layer weights?"),
-    TableSpec("table3", "Table 3 analog: where ELMo enters the task model",
-              ("elmo", "elmo-io"),
-              "ELMo at the task encoder's input only, or at its input and output?"),
-)
 
 
 def percent_scale(metric: str) -> float:
@@ -62,13 +40,13 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def published_methods(spec: TableSpec) -> list[str]:
+def published_methods(spec: PaperTable) -> list[str]:
     """The methods of ``spec`` with at least one published number, in the table's order."""
-    have = {m for cells in PUBLISHED.get(spec.key, {}).values() for m in cells}
+    have = {m for cells in spec.published.values() for m in cells}
     return [m for m in spec.methods if m in have]
 
 
-def results_table(spec: TableSpec, tasks: list[str],
+def results_table(spec: PaperTable, tasks: list[str],
                   transfer: dict[str, dict[str, CellRecord]]) -> str:
     """Our cells per task and method, then the published numbers of the same cells."""
     paper = published_methods(spec)
@@ -78,16 +56,17 @@ def results_table(spec: TableSpec, tasks: list[str],
         cells = transfer.get(task, {})
         metric = next((c.primary for c in cells.values()), MISSING)
         ours = [fmt_score(cells[m]) if m in cells else MISSING for m in spec.methods]
-        theirs = [str(p) if (p := published(spec.key, task, m)) else MISSING for m in paper]
+        theirs = [str(p) if (p := spec.published.get(task, {}).get(m)) else MISSING
+                  for m in paper]
         rows.append([task, metric, *ours, *theirs])
     return markdown_table(header, rows)
 
 
-def published_sources(spec: TableSpec, tasks: list[str]) -> list[str]:
+def published_sources(spec: PaperTable, tasks: list[str]) -> list[str]:
     """One line per published number shown in the table: its paper, table and seed file."""
     lines = []
     for task in tasks:
-        for method, number in PUBLISHED.get(spec.key, {}).get(task, {}).items():
+        for method, number in spec.published.get(task, {}).items():
             lines.append(f"{task} / {method}: {number} — {number.source} "
                          f"(from seed `{number.seed_file}`)")
     return lines
