@@ -437,13 +437,8 @@ def pytest_configure(config):
     (before it starts its workers, which inherit the environment) and ended with the session."""
     from ctxrep import warm
 
-    if hasattr(config, "workerinput") or not warm.enabled() or os.environ.get(warm.FOLDER_ENV):
-        return
-    import tempfile
-
-    folder = tempfile.mkdtemp(prefix="ctxrep-warm-")  # short: a socket's path has 107 bytes
-    os.environ[warm.FOLDER_ENV] = folder
-    config._ctxrep_warm_folder = Path(folder)
+    if not hasattr(config, "workerinput"):
+        config._ctxrep_warm_folder = warm.own_folder(os.environ)
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -459,12 +454,9 @@ def pytest_sessionfinish(session, exitstatus):
     if (folder / "pid").exists() and not (folder / "status").exists():
         with contextlib.suppress(ProcessLookupError):
             os.killpg(int((folder / "pid").read_text()), signal.SIGKILL)
-    warm_folder = getattr(session.config, "_ctxrep_warm_folder", None)
-    if warm_folder is not None:
-        from ctxrep import warm
+    from ctxrep import warm
 
-        warm.stop(warm_folder)
-        shutil.rmtree(warm_folder, ignore_errors=True)
+    warm.close(getattr(session.config, "_ctxrep_warm_folder", None))
 
 
 @dataclass(frozen=True)

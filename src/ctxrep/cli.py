@@ -25,6 +25,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("ctxrep.compare", "does this workspace's run reproduce a committed one? every "
                 "claim's verdict, every cell within its seeds' spread, every output's bytes"),
     "sweep": ("ctxrep.sweep", "a claim's Δ against pretraining tokens, over queued experiments"),
+    "objectives": ("ctxrep.objectives", "which pretraining objective transfers best per FLOP: "
+                   "plan a budget sweep's experiments, collect its table and figure"),
     "recipes": ("ctxrep.recipes", "held-out perplexity against wall-clock time, per "
                 "pretraining recipe (queued experiments)"),
     "docs": ("ctxrep.docs_blocks", "rewrite the generated blocks of README.md and docs/*.md "
@@ -122,7 +124,8 @@ FILE_OUT, DIR_OUT, COUNT, NONNEGATIVE, FINITE, NONEMPTY, MODEL_DIR, DIR_IN, FILE
 ARGUMENTS: dict[tuple[str, str], str] = {
     ("compare", "out"): FILE_OUT, ("timings", "out"): FILE_OUT, ("neighbors", "out"): FILE_OUT,
     ("perplexity", "json"): FILE_OUT, ("recipes", "show_json"): FILE_OUT,
-    ("sweep", "show_json"): FILE_OUT,
+    ("sweep", "show_json"): FILE_OUT, ("objectives", "out"): DIR_OUT,
+    ("objectives", "metrics"): DIR_IN, ("objectives", "show_json"): FILE_IN,
     ("recipes", "out"): DIR_OUT, ("sweep", "out"): DIR_OUT, ("fixture", "out"): DIR_OUT,
     ("unpack", "root"): DIR_OUT, ("import-elmo", "out_dir"): DIR_OUT,
     ("export-elmo", "out_dir"): DIR_OUT, ("import-bert", "out_dir"): DIR_OUT,

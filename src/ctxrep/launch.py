@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> None:
     if p is None or (p.nproc_per_node == 1 and p.nnodes == 1):
         from ctxrep import warm
 
-        if warm.enabled():  # a prototype: docs/notebook/2026-12-07-test-budget-processes.md
+        if warm.enabled():  # docs/pipeline.md, "How a stage starts"
             status = warm.run(script, script_args)
             if status is not None:
                 sys.exit(status)

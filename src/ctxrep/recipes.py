@@ -158,7 +158,7 @@ def figure(found: list[Recipe], model: str, target: float) -> Figure | None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = __doc__
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument("--model", choices=sorted(METRIC), default="bilm")
+    parser.add_argument("--model", choices=sorted(METRIC), default=NAMES[0])
     parser.add_argument("--target", type=float, default=190.0,
                         help="the held-out value to reach (bilm: perplexity; bert: MLM accuracy)")
     parser.add_argument("--experiments", default="*", metavar="PATTERN",

@@ -313,9 +313,7 @@ def main(profile: str, overrides: list[str]) -> int:
             signal.signal(signum, handler)
         reattach_head()
         lock.close()
-        if warm_folder is not None:
-            warm.stop(warm_folder)
-            shutil.rmtree(warm_folder, ignore_errors=True)
+        warm.close(warm_folder)
     if len(git("stash", "list").splitlines()) > stashes:
         say("DVC left workspace changes (params.yaml, dvc.lock) in `git stash` (stash@{0}): "
             "`git stash pop` puts them back")
@@ -344,13 +342,7 @@ def own_warm_processes(env: dict) -> Path | None:
     of this run's own, which the caller stops and removes at the end; ``None`` when stages start
     afresh or the folder is someone else's (``CTXREP_WARM_DIR`` set: the test suite's)."""
     env.setdefault(warm.SWITCH_ENV, "1")
-    if not warm.enabled(env) or env.get(warm.FOLDER_ENV):
-        return None
-    import tempfile
-
-    folder = Path(tempfile.mkdtemp(prefix="ctxrep-warm-"))  # short: a socket path has 107 bytes
-    env[warm.FOLDER_ENV] = str(folder)
-    return folder
+    return warm.own_folder(env)
 
 
 def compare_with_head(root: Path = Path(".")) -> int:

@@ -24,6 +24,7 @@ from typing import Iterator
 from ctxrep import compute, config, workspace
 from ctxrep.errors import (NO_SPACE_EXIT, TOO_LARGE_EXIT, InputError, file_too_large, no_space_left,
                            no_space_message, too_large_message)
+from ctxrep.families import NOT_LEFT_TO_RIGHT
 from ctxrep.io import write_json
 from ctxrep.lockfile import verify_stage_inputs
 
@@ -293,6 +294,13 @@ def _stage(name: str, section: str | None, track: bool,
 NAMED_MODULES = ("ctxrep.data.tasks.", "ctxrep.families.")  # imported by name, not by code
 
 
+def found_by_name(module: str) -> bool:
+    """A task's module or a left-to-right family's (the families package's other modules, the
+    core families and their records, are imported by code, and are in every manifest)."""
+    return module.startswith(NAMED_MODULES) and not (
+        module.startswith(NAMED_MODULES[1]) and module.rpartition(".")[2] in NOT_LEFT_TO_RIGHT)
+
+
 def trace_reads(stage_name: str) -> None:
     """With ``CTXREP_PARAMS_TRACE`` set (the dependency tests), note every file under the working
     directory this process opens for reading, and write the list to
@@ -323,7 +331,7 @@ def trace_reads(stage_name: str) -> None:
         out.write_text(json.dumps(inside))
         # The modules found by name (tasks, left-to-right families), which no code manifest
         # holds: those this process ran, for the check that its stage lists each.
-        named = sorted(m for m in sys.modules if m.startswith(NAMED_MODULES))
+        named = sorted(m for m in sys.modules if found_by_name(m))
         (Path(folder) / f"{stage_name}.modules.json").write_text(json.dumps(named))
 
     sys.addaudithook(hook)

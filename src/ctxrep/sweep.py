@@ -28,7 +28,7 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from ctxrep.families import NAMES
+from ctxrep.families import CLAIMS, NAMES
 from ctxrep.analysis.bootstrap import Interval
 from ctxrep.io import atomic_file
 from ctxrep.report import plots
@@ -152,9 +152,10 @@ def _claim(text: str) -> tuple[str, str]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = __doc__
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument("--model", choices=NAMES, default="bilm",
+    parser.add_argument("--model", choices=NAMES, default=NAMES[0],
                         help="whose pretraining tokens are the x axis")
-    parser.add_argument("--claim", type=_claim, default="elmo:static",
+    # by default the catalogue's first claim (ELMo Table 1's: contextual beats static features)
+    parser.add_argument("--claim", type=_claim, default=f"{CLAIMS[0].better}:{CLAIMS[0].worse}",
                         help="BETTER:WORSE (methods)")
     parser.add_argument("--show-json", type=Path,
                         help="read this `dvc exp show --json` output instead of running it")

@@ -41,6 +41,7 @@ import selectors
 import signal
 import socket
 import subprocess
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -85,6 +86,26 @@ def socket_path(name: str) -> Path:
     where = folder()
     where.mkdir(mode=0o700, parents=True, exist_ok=True)
     return where / f"{name}.sock"
+
+
+def own_folder(env) -> Path | None:
+    """A socket folder of the caller's own, named in ``env`` (``CTXREP_WARM_DIR``), for the warm
+    processes of a run or a test session; ``None`` where stages start afresh or ``env`` already
+    names a folder (someone else's). :func:`close` ends it."""
+    if not enabled(env) or env.get(FOLDER_ENV):
+        return None
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="ctxrep-warm-"))  # short: a socket path has 107 bytes
+    env[FOLDER_ENV] = str(folder)
+    return folder
+
+
+def close(folder: Path | None) -> None:
+    """Stop the warm processes of a folder :func:`own_folder` made, and remove it."""
+    if folder is not None:
+        stop(folder)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def stop(where: Path) -> None:

@@ -95,6 +95,13 @@ LEARNED_MIX_METHODS = tuple(m.name for m in FAMILY_METHODS.values()
 CONTROL_METHODS = tuple(m.name for m in FAMILY_METHODS.values() if m.control)
 
 
+def feature_method_of(family: str) -> str | None:
+    """The method that reads ``family``'s frozen layers as ELMo's eq. 1 does (a learned mix at
+    the task encoder's input): ``elmo`` for the biLM, ``<family>-feature`` for the others."""
+    return next((m.name for m in FAMILY_METHODS.values() if m.features == family
+                 and m.mix == LEARNED and not m.at_output), None)
+
+
 def features_of(method: str) -> str | None:
     """The feature set a feature-based method reads (None: x_k alone), an ``hf-`` one included."""
     return method if hf_name(method) is not None else FEATURES_OF[method]

@@ -51,8 +51,9 @@ from ctxrep.families.records import (Claim, Family, Method, PaperTable, Publishe
                                      section_of)
 
 __all__ = ["CLAIMS", "CORE", "Claim", "FIRST_LAYER", "Family", "LAYER_CLAIMS", "LEFT_TO_RIGHT",
-           "METHODS", "Method", "NAMES", "OWN_MODULES", "PRETRAINING", "PaperTable", "Published",
-           "STARTING_POINTS", "TABLES", "TOP_LAYER", "family", "model_dir_of", "section_of"]
+           "METHODS", "Method", "NAMES", "OWN_MODULES", "PRETRAINING", "PUBLISHED_MODELS",
+           "PaperTable", "Published", "STARTING_POINT_KEY", "STARTING_POINTS", "STATIC", "STATIC_DIR", "STATIC_SECTION",
+           "TABLES", "TOP_LAYER", "family", "model_dir_of", "section_of"]
 
 # The families every profile pretrains, probes, scores on another domain and reports, one module
 # each, in the report's order.
@@ -98,11 +99,17 @@ TABLES = tuple(PaperTable(t.key, t.title, (*t.methods, *bert.TABLE1_METHODS), t.
                           t.published) if t.key == "table1" else t for t in bilm.TABLES)
 # The networks a fine-tuning method can start from: the stage that wrote it, and where (BERT's,
 # pretrained or published, and each left-to-right LM's).
+STARTING_POINT_KEY = bert.STARTING_POINT_KEY   # transfer.<method>.<key>: which one
 STARTING_POINTS = {**bert.STARTING_POINTS,
                    **{section_of(name): str(model_dir_of(name)) for name in LEFT_TO_RIGHT}}
+# The static word vectors x_k: the method, its params section and stage, its folder.
+STATIC, STATIC_SECTION, STATIC_DIR = static.STATIC.name, static.SECTION, static.MODEL_DIR
 # The code each core module owns besides itself (its network, objective and stage scripts): the
 # only modules that may name it or its methods.
 OWN_MODULES = {module.__name__.rpartition(".")[2]: module.MODULES for module in (static, bilm, bert)}
+# The published checkpoints imported beside the core families: stage → the name of its weights
+# record and metrics in the report.
+PUBLISHED_MODELS = {bert.PUBLISHED_STAGE: bert.PUBLISHED_NAME}
 # The published models' scale, per family.
 PRETRAINING = {bilm.FAMILY.name: bilm.PRETRAINING, bert.FAMILY.name: bert.PRETRAINING}
 

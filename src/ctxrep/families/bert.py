@@ -11,7 +11,7 @@ and against each left-to-right LM of the package (BERT's Table 5 ablation), both
 """
 
 from ctxrep.families.bilm import ELMO
-from ctxrep.families.records import LEARNED, BERT_OVERVIEW, Claim, Family, Method
+from ctxrep.families.records import BERT_OVERVIEW, LEARNED, Claim, Family, Method, model_dir_of
 
 FAMILY = Family("bert", "BERT", headlines=("val_mlm_acc", "val_mlm_acc_at_mask", "train_tokens"),
                 heldout=("val_mlm_loss", "held-out MLM loss", False),
@@ -30,10 +30,16 @@ BERT_RANDOM = Method("bert-random", "bert-random", LEARNED, control=True)
 BERT_FINETUNE = Method("bert-finetune", fine_tuned=True)
 BERT_SCRATCH = Method("bert-scratch", fine_tuned=True, from_scratch=True, control=True)
 METHODS = (BERT_FEATURE, BERT_RANDOM, BERT_FINETUNE, BERT_SCRATCH)
+# A published BERT beside ours: stage import_bert writes data/models/bert-published (its weights
+# record reports/weights/bert-published.json, its metrics metrics/import_bert.json).
+PUBLISHED_STAGE, PUBLISHED_NAME = "import_bert", "bert-published"
 # The networks a fine-tuning method can start from (``transfer.<method>.bert``): the stage that
 # wrote it, and where: this family's pretraining, or a published BERT (``import_bert``).
 STARTING_POINTS = {FAMILY.section: str(FAMILY.model_dir),
-                   "import_bert": "data/models/bert-published"}
+                   PUBLISHED_STAGE: str(model_dir_of(PUBLISHED_NAME))}
+# The key of a fine-tuned method's params (``transfer.<method>.bert``) and of its cells' records
+# that names the starting point.
+STARTING_POINT_KEY = "bert"
 # Table 1's columns beside ELMo's (ctxrep.families.bilm.TABLES)
 TABLE1_METHODS = (BERT_FEATURE.name, BERT_FINETUNE.name, BERT_SCRATCH.name)
 

@@ -29,12 +29,13 @@ ELMO_AVG = Method("elmo-avg", "bilm", AVERAGE)
 ELMO = Method("elmo", "bilm", LEARNED)
 ELMO_IO = Method("elmo-io", "bilm", LEARNED, at_output=True)
 ELMO_RANDOM = Method("elmo-random", "bilm-random", LEARNED, control=True)
-# The code that is this family's own (its network, objective, import and export, stage script):
-# the only modules besides this one that may name it or its methods (tests/test_families.py).
+# The code that is this family's own (its network, objective, import and export, stage scripts,
+# the nearest-neighbour analysis of ELMo's Table 4): the only modules besides this one that may
+# name it or its methods as a key (tests/test_families.py).
 MODULES = ("src/ctxrep/models/bilm.py", "src/ctxrep/models/elmo.py",
            "src/ctxrep/models/elmo_import.py", "src/ctxrep/models/elmo_pyfunc.py",
            "src/ctxrep/models/elmo_pyfunc_code.py", "src/ctxrep/pretraining/bilm_objective.py",
-           "stages/pretrain_bilm.py")
+           "src/ctxrep/neighbors.py", "stages/pretrain_bilm.py", "stages/neighbors.py")
 
 METHODS = (ELMO_TOKEN, ELMO_LAST, ELMO_AVG, ELMO, ELMO_IO, ELMO_RANDOM)
 

@@ -32,16 +32,19 @@ def tokenized_for(family: str, corpus: TokenizedCorpus, scratch: Path
     holds, or the family's own tokenizer, learned into ``scratch`` from the training sentences,
     and every sentence encoded with it."""
     learn = families.family(family).tokenizer
+    folder = corpus.root if learn is None else scratch
+    if learn is not None:
+        learn(corpus, scratch)
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    splits = ("train", "validation")
     if learn is None:
-        tokenizer = Tokenizer.from_file(str(corpus.root / "tokenizer.json"))
-        return corpus.root, tokenizer.get_vocab(), {
-            split: load_documents(corpus, split) for split in ("train", "validation")}
-    learn(corpus, scratch)
-    tokenizer = Tokenizer.from_file(str(scratch / "tokenizer.json"))
-    return scratch, tokenizer.get_vocab(), {
-        split: [[e.ids for e in tokenizer.encode_batch(doc["sentences"], add_special_tokens=False)]
-                for doc in corpus.documents(split, columns=["sentences"])]
-        for split in ("train", "validation")}
+        documents = {split: load_documents(corpus, split) for split in splits}
+    else:
+        documents = {split: [[e.ids for e in tokenizer.encode_batch(doc["sentences"],
+                                                                     add_special_tokens=False)]
+                             for doc in corpus.documents(split, columns=["sentences"])]
+                     for split in splits}
+    return folder, tokenizer.get_vocab(), documents
 
 
 def pretrain(ctx, stage: str, family: str, objective_type, is_decoder: bool = False):

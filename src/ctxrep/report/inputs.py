@@ -32,8 +32,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxrep.config.methods import (cell_stage_name, extract_stage_name, hf_method, hf_name, left_to_right_family,
-                                   pretrain_stage_name)
+from ctxrep.config.methods import (FEATURE_SETS, cell_stage_name, extract_stage_name, hf_method, hf_name,
+                                   left_to_right_family, pretrain_stage_name)
+from ctxrep.families import LEFT_TO_RIGHT, PUBLISHED_MODELS, STATIC, STATIC_SECTION
 from ctxrep.families import NAMES as FAMILY_NAMES
 from ctxrep.transfer.record import CellRecord, ReportInputError, number, require
 
@@ -270,9 +271,9 @@ def ledger_stages(tasks: list[str], methods: list[str],
     curve_stages = [(f"learning_curve@{t}-{m}", f"learning curve {m}")
                     for m in curve["methods"] for t in curve["tasks"]] if curve else []
     left_to_right = dict.fromkeys(f for m in methods if (f := left_to_right_family(m)))
-    single = ["tokenize", "pretrain_bilm", "pretrain_bert", "import_bert", "pretrain_static",
-              "neighbors", "intrinsic", "extract@bilm",
-              "extract@bert", "extract@bilm-random", "extract@bert-random",
+    single = ["tokenize", *map(pretrain_stage_name, FAMILY_NAMES), *PUBLISHED_MODELS,
+              STATIC_SECTION, "neighbors", "intrinsic",
+              *(extract_stage_name(f) for f in FEATURE_SETS if f not in LEFT_TO_RIGHT),
               *(stage for f in left_to_right for stage in (pretrain_stage_name(f), extract_stage_name(f))),
               *dict.fromkeys(extract_stage_name(hf_method(name)) for m in methods
                              if (name := hf_name(m)) is not None)]
@@ -280,7 +281,7 @@ def ledger_stages(tasks: list[str], methods: list[str],
             + [(f"baseline@{t}", "baselines") for t in tasks]
             + [(cell_stage_name(t, m), f"transfer {m}") for m in methods for t in tasks]
             + curve_stages
-            + [(name, name) for name in ("probe@bilm", "probe@bert")])
+            + [(f"probe@{name}",) * 2 for name in FAMILY_NAMES])
 
 
 @dataclass
@@ -334,9 +335,9 @@ def load_inputs(root: Path | str, tasks: list[str], methods: list[str],
     return ReportInputs(
         tasks=list(tasks), methods=list(methods),
         tokenize=read_json(metrics / "tokenize.json"),
-        pretrain={**{m: read_json(metrics / f"pretrain_{m}.json") for m in (*FAMILY_NAMES,
-                                                                              "static")},
-                  "bert-published": read_json(metrics / "import_bert.json")},
+        pretrain={**{m: read_json(metrics / f"pretrain_{m}.json") for m in (*FAMILY_NAMES, STATIC)},
+                  **{name: read_json(metrics / f"{stage}.json")
+                     for stage, name in PUBLISHED_MODELS.items()}},
         curves={m: read_curve(root / LIVE_DIR / f"pretrain_{m}") for m in FAMILY_NAMES},
         heldout={m: read_eval_curve(root / LIVE_DIR / f"pretrain_{m}") for m in FAMILY_NAMES},
         transfer=transfer,
@@ -349,7 +350,7 @@ def load_inputs(root: Path | str, tasks: list[str], methods: list[str],
         compute={name: entry for name, _ in ledger_stages(tasks, methods, curve)
                  if (entry := read_compute(root / COMPUTE_DIR / f"{name}.json")) is not None},
         weights={m: read_weights(root / WEIGHTS_DIR / f"{m}.json")
-                 for m in (*FAMILY_NAMES, "bert-published")},
+                 for m in (*FAMILY_NAMES, *PUBLISHED_MODELS.values())},
         baselines=baselines,
         predictions=read_prediction_grid(root, transfer, baselines),
         learning_curves=read_learning_curves(root, list(curve["tasks"]), list(curve["methods"]))

@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from ctxrep import config, kinds, seeds
+from ctxrep.families import STATIC_DIR
 from ctxrep.models.word_vectors import WordVectors
 from ctxrep.training.checkpoints import Checkpoints
 from ctxrep.training.loop import LoopConfig, train
@@ -32,7 +33,7 @@ from ctxrep.transfer.scoring import primary_key, score
 from ctxrep.transfer.selection import BestOnDev, SelectsOnDev, epoch_losses
 
 FEATURES = Path("data/features")
-WORD_VECTORS = Path("data/models/static")
+WORD_VECTORS = STATIC_DIR
 
 
 def build_model(kind: str, method: str, n_layers: int, dim: int, n_labels: int, p,

@@ -18,11 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ctxrep.errors import InputError
-from ctxrep.families import LEFT_TO_RIGHT, section_of
+from ctxrep.families import STARTING_POINT_KEY
+from ctxrep.families import STARTING_POINTS as _STARTING_POINTS
 
-# What a fine-tuned cell may start from (``config.BERT_MODELS``, which this module cannot import:
-# the report reads it): the stage that wrote the network.
-STARTING_POINTS = ("pretrain_bert", "import_bert", *map(section_of, LEFT_TO_RIGHT))
+# What a fine-tuned cell may start from (ctxrep.families.STARTING_POINTS): the stage that wrote
+# the network.
+STARTING_POINTS = tuple(_STARTING_POINTS)
 
 DECIMALS = 6  # scores and rates in a record are rounded to this many decimals
 
@@ -165,7 +166,7 @@ class CellRecord:
         if self.train_fraction is not None:
             out["train_fraction"] = self.train_fraction
         if self.bert is not None:
-            out["bert"] = self.bert
+            out[STARTING_POINT_KEY] = self.bert
         if self.unavailable is not None:
             return {**out, "unavailable": self.unavailable}
         out["scores"] = {key: s.to_json() for key, s in self.scores.items()}
@@ -197,8 +198,9 @@ class CellRecord:
             _check_list(data, path, key)
         if "train_fraction" in data:
             number(data["train_fraction"], path, "train_fraction")
-        if data.get("bert") not in (None, *STARTING_POINTS):
-            raise ReportInputError(path, f"'bert' = {data['bert']!r}: expected one of "
+        start = data.get(STARTING_POINT_KEY)
+        if start not in (None, *STARTING_POINTS):
+            raise ReportInputError(path, f"{STARTING_POINT_KEY!r} = {start!r}: expected one of "
                                          f"{', '.join(STARTING_POINTS)}")
         header = {key: data[key] for key in HEADER} | {"train_fraction": data.get("train_fraction"),
                                                        "bert": data.get("bert")}

@@ -1,0 +1,369 @@
+"""Which pretraining objective transfers best per FLOP (issue 63): the biLM, BERT's masked LM
+and a left-to-right LM, pretrained on one corpus at budgets given in FLOPs, each checkpoint
+through the same transfer cells, and BERT's Table 5 judged at equal FLOPs, at equal predicted
+tokens and at equal steps.
+
+    make repro PROFILE=objectives            # every objective once: its ledger gives FLOPs/step
+    ctxrep objectives plan --budgets 3e12 1e13 3e13 --queue
+    dvc exp run --run-all                     # DVC's run cache: what a budget shares, runs once
+    ctxrep objectives collect                 # reports/objectives.md and objectives.png
+
+**The budget is the param; the steps follow from the ledger.** ``plan`` reads each objective's
+FLOPs per step from the finished run in the workspace (``metrics/pretrain_<family>.json``:
+``train_flops / steps``, the analytic count of :mod:`ctxrep.models` over the tokens the run
+trained on) and queues, per budget B, one experiment per comparison basis of Table 5; each sets
+every objective's ``steps`` (the effective value, in its params.yaml):
+
+    flops-B     every objective at B FLOPs
+    tokens-B    the masked LM at B FLOPs; the left-to-right LM at as many predicted tokens
+                (its steps = the masked LM's × mlm_prob: it predicts every position, the masked
+                LM ``mlm_prob`` of them; padding aside)
+    steps-B     the masked LM at B FLOPs; the left-to-right LM at as many steps (BERT's Table 5)
+
+The biLM and the masked LM have the same params in the three, so DVC runs them (and their
+cells) once per budget; a budget added later is one more set of experiments, and reruns nothing
+of the others. ``collect`` reads ``dvc exp show --json`` (each experiment's params and claims)
+and each experiment's ``metrics/summary.json`` (its cells' means and CIs, from git), and writes
+the table (Table 5's claims per basis and budget, fine-tuning against frozen features along the
+budget) and the figure (each objective's score against its pretraining FLOPs, CIs as bands,
+beside the lookup table, the static vectors and the untrained networks; held-out LM quality
+against FLOPs beside it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from matplotlib.figure import Figure
+
+from ctxrep.analysis.bootstrap import Interval
+from ctxrep.config.methods import (FEATURES_OF, FINETUNE_METHODS, FROM_SCRATCH, feature_method_of,
+                                   left_to_right_family)
+from ctxrep.errors import InputError
+from ctxrep.families import CLAIMS, CORE, METHODS, NAMES, STARTING_POINT_KEY, section_of
+from ctxrep.io import atomic_file
+from ctxrep.report import plots
+from ctxrep.report.tables import markdown_table
+from ctxrep.sweep import exp_show_json, experiment_revs
+
+BASES = ("flops", "tokens", "steps")   # what a Table 5 comparison holds equal, by experiment name
+BASIS_LABEL = {"flops": "equal FLOPs", "tokens": "equal predicted tokens", "steps": "equal steps"}
+PROFILE = "objectives"
+
+
+# --------------------------------------------------------------------------------------------
+# plan: budgets → experiments
+
+
+def table5_pairs() -> list[tuple[str, str]]:
+    """(masked-LM family, left-to-right family) of each Table 5 claim on frozen features."""
+    pairs = []
+    for claim in CLAIMS:
+        if (ltr := left_to_right_family(claim.worse)) is not None and claim.worse in FEATURES_OF:
+            pairs.append((FEATURES_OF[claim.better], ltr))
+    return list(dict.fromkeys(pairs))
+
+
+def flops_per_step(metrics_dir: Path, names: list[str]) -> dict[str, float]:
+    """family → training FLOPs per optimizer step, from a finished run's
+    ``metrics/pretrain_<family>.json``; an InputError naming what is missing."""
+    out = {}
+    for name in names:
+        path = metrics_dir / f"{section_of(name)}.json"
+        if not path.is_file():
+            raise InputError(f"{path}: missing: run `make repro PROFILE={PROFILE}` first (its "
+                             f"ledger gives each objective's FLOPs per step)")
+        data = json.loads(path.read_text())
+        if not data.get("steps") or not data.get("train_flops"):
+            raise InputError(f"{path}: no steps or train_flops (an imported model?)")
+        out[name] = data["train_flops"] / data["steps"]
+    return out
+
+
+def budget_name(flops: float) -> str:
+    """3e12 → "3e12" (an experiment name's part: no dot, no plus)."""
+    mantissa, exponent = f"{flops:.2e}".split("e")
+    mantissa = mantissa.rstrip("0").rstrip(".")
+    return f"{mantissa.replace('.', 'p')}e{int(exponent)}"
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    basis: str
+    budget: float
+    steps: dict[str, int]     # family → steps
+
+    def overrides(self) -> list[str]:
+        """``-S`` values: the profile, then each objective's steps and its held-out evaluation
+        and checkpoint interval (four evaluations per run)."""
+        out = [f"profile={PROFILE}"]
+        for name, steps in self.steps.items():
+            every = max(1, math.ceil(steps / 4))
+            out += [f"{section_of(name)}.steps={steps}", f"{section_of(name)}.eval_every={every}",
+                    f"{section_of(name)}.checkpoint_every={every}"]
+        return out
+
+
+def plan(budgets: list[float], per_step: dict[str, float], mlm_prob: dict[str, float]
+         ) -> list[Experiment]:
+    """The experiments of ``budgets``: per budget, ``flops-B`` (every objective at B), and for
+    each Table 5 pair whose families both run, ``tokens-B`` and ``steps-B``."""
+    experiments = []
+    for budget in budgets:
+        at_budget = {name: max(1, round(budget / fps)) for name, fps in per_step.items()}
+        experiments.append(Experiment(f"flops-{budget_name(budget)}", "flops", budget, at_budget))
+        for masked, ltr in table5_pairs():
+            if masked not in per_step or ltr not in per_step:
+                continue
+            for basis, steps in (("tokens", round(at_budget[masked] * mlm_prob[masked])),
+                                 ("steps", at_budget[masked])):
+                experiments.append(Experiment(f"{basis}-{budget_name(budget)}", basis, budget,
+                                              {**at_budget, ltr: max(1, steps)}))
+    return experiments
+
+
+def _positive_flops(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a number of FLOPs > 0, e.g. 3e12")
+    return value
+
+
+# --------------------------------------------------------------------------------------------
+# collect: experiments → points, claims, figure
+
+
+@dataclass(frozen=True)
+class Point:
+    experiment: str
+    basis: str
+    family: str
+    method: str
+    task: str
+    flops: float
+    score: Interval           # the cell's mean and 95 % CI (fractions)
+
+
+def _params(data: dict) -> dict:
+    entry = (data.get("params") or {}).get("params.yaml") or {}
+    return entry.get("data") or {}
+
+
+def _metric(data: dict, path: str) -> dict:
+    entry = (data.get("metrics") or {}).get(path)
+    return (entry.get("data") if isinstance(entry, dict) else None) or {}
+
+
+def experiment_basis(name: str) -> str | None:
+    basis = name.split("-", 1)[0]
+    return basis if basis in BASES and "-" in name else None
+
+
+def summary_at(rev: str) -> dict:
+    """An experiment's ``metrics/summary.json`` (git-tracked), or {} where it has none."""
+    proc = subprocess.run(["git", "show", f"{rev}:metrics/summary.json"], capture_output=True,
+                          text=True)
+    return json.loads(proc.stdout) if proc.returncode == 0 else {}
+
+
+def objective_methods(params: dict) -> dict[str, str]:
+    """method → the objective family it transfers: each family's learned-mix features, and each
+    fine-tuned method that starts from a family this run pretrains."""
+    names = [*NAMES, *(params.get("left_to_right") or [])]
+    out = {m: name for name in names if (m := feature_method_of(name)) is not None}
+    for method in FINETUNE_METHODS:
+        start = ((params.get("transfer") or {}).get(method) or {}).get(STARTING_POINT_KEY)
+        for name in names:
+            if start == section_of(name) and method not in FROM_SCRATCH:
+                out[method] = name
+    return out
+
+
+# What every budget is drawn beside: the static vectors alone and the untrained networks (the
+# same cells in every experiment), and the task's lookup table.
+REFERENCE_METHODS = tuple(m.name for m in METHODS.values()
+                          if not m.fine_tuned and (m.features is None or m.untrained))
+REFERENCE_BASELINE = "lookup"
+
+
+def points(show: list, per_step: dict[str, float], summaries=None
+           ) -> tuple[list[Point], dict[str, dict[str, float]]]:
+    """Every objective cell of every ``flops-``/``tokens-``/``steps-`` experiment, at the FLOPs
+    its objective's pretraining took (its steps × the ledger's FLOPs per step); and per task
+    the references' means (:data:`REFERENCE_METHODS`, the lookup table)."""
+    out, references = [], {}
+    for name, rev, data in experiment_revs(show):
+        basis = experiment_basis(name)
+        if basis is None:
+            continue
+        params = _params(data)
+        summary = (summaries or summary_at)(rev)
+        cells = summary.get("cells") or {}
+        for task, by_method in cells.items():
+            found = {m: by_method[m]["mean"] for m in REFERENCE_METHODS if m in by_method}
+            if REFERENCE_BASELINE in (summary.get("baselines") or {}).get(task, {}):
+                found[REFERENCE_BASELINE] = summary["baselines"][task][REFERENCE_BASELINE]
+            references.setdefault(task, {}).update(found)
+        for method, fam in objective_methods(params).items():
+            steps = (params.get(section_of(fam)) or {}).get("steps")
+            if steps is None or fam not in per_step:
+                continue
+            for task, by_method in cells.items():
+                if method in by_method:
+                    c = by_method[method]
+                    out.append(Point(name, basis, fam, method, task, steps * per_step[fam],
+                                     Interval(c["mean"], *c["ci95"])))
+    return out, references
+
+
+@dataclass(frozen=True)
+class Row:
+    basis: str
+    experiment: str
+    task: str
+    better: str
+    worse: str
+    flops: tuple[float, float]        # each side's pretraining FLOPs
+    delta: Interval
+
+    @property
+    def verdict(self) -> str:
+        d = self.delta
+        return "reproduced" if d.low > 0 else "contradicted" if d.high < 0 else "inconclusive"
+
+
+def claim_rows(show: list, per_step: dict[str, float]) -> list[Row]:
+    """Table 5's claims (masked LM − left-to-right LM, frozen and fine-tuned) and BERT's Table 7
+    (fine-tuning − frozen features) as each experiment's claims.json judged them."""
+    wanted = [c for c in CLAIMS if left_to_right_family(c.worse) is not None
+              or (c.better in FINETUNE_METHODS and FEATURES_OF.get(c.worse) in CORE
+                  and c.worse in FEATURES_OF)]
+    rows = []
+    for name, _, data in experiment_revs(show):
+        basis = experiment_basis(name)
+        if basis is None:
+            continue
+        params, judged = _params(data), _metric(data, "metrics/claims.json")
+        owner = objective_methods(params)
+        for claim in wanted:
+            for task, c in sorted((judged.get(f"{claim.better}_vs_{claim.worse}") or {}).items()):
+                sides = [owner.get(m) for m in (claim.better, claim.worse)]
+                flops = tuple((params.get(section_of(f)) or {}).get("steps", 0) * per_step.get(f, 0)
+                              if f else 0.0 for f in sides)
+                rows.append(Row(basis, name, task, claim.better, claim.worse, flops,
+                                Interval(c["delta"], c["low"], c["high"])))
+    return sorted(rows, key=lambda r: (BASES.index(r.basis), r.better, r.worse, r.task, r.flops))
+
+
+def table(rows: list[Row], pts: list[Point]) -> str:
+    head = "# Objectives per FLOP: BERT's Table 5 at equal compute\n\n"
+    if not rows and not pts:
+        return head + ("_No `flops-`, `tokens-` or `steps-` experiment has finished: see "
+                       "`ctxrep objectives --help`._\n")
+    claim_table = markdown_table(
+        ["compared at", "experiment", "task", "comparison", "pretraining FLOPs (each side)",
+         "Δ [95 % CI]", "verdict"],
+        [[BASIS_LABEL[r.basis], r.experiment, r.task, f"`{r.better}` − `{r.worse}`",
+          " / ".join(f"{f:.2e}" for f in r.flops),
+          f"{100 * r.delta.estimate:+.1f} [{100 * r.delta.low:+.1f}, {100 * r.delta.high:+.1f}]",
+          f"**{r.verdict}**"] for r in rows])
+    score_table = markdown_table(
+        ["task", "method", "objective", "pretraining FLOPs", "experiment", "score [95 % CI]"],
+        [[p.task, f"`{p.method}`", CORE[p.family].label if p.family in CORE else p.family,
+          f"{p.flops:.2e}", p.experiment,
+          f"{100 * p.score.estimate:.1f} [{100 * p.score.low:.1f}, {100 * p.score.high:.1f}]"]
+         for p in sorted(pts, key=lambda p: (p.task, p.method, p.flops, p.experiment))])
+    return (head + "Each verdict rests on the comparison its row names: the experiment holds "
+            "the two sides' pretraining FLOPs, predicted tokens or steps equal (Δ in points, a "
+            "paired bootstrap over the evaluation examples and seeds).\n\n" + claim_table
+            + "\n\n## Every objective's cells\n\n" + score_table + "\n")
+
+
+@plots.default_style
+def figure(pts: list[Point], references: dict[str, dict[str, float]]) -> Figure | None:
+    tasks = sorted({p.task for p in pts})
+    if not tasks:
+        return None
+    fig, axes = plots.new_figure(len(tasks), extra_width=1.6)
+    for ax, task in zip(axes, tasks):
+        for method in sorted({p.method for p in pts if p.task == task}):
+            # one point per FLOPs value (an objective's budget recurs across the three bases)
+            line = {p.flops: p for p in pts if p.task == task and p.method == method}
+            xs = sorted(line)
+            plots.interval_line(ax, xs, [line[x].score for x in xs], 100.0, label=method)
+        for k, (label, value) in enumerate(sorted(references.get(task, {}).items())):
+            ax.axhline(100 * value, color="gray", linestyle=("dashed", "dotted", "dashdot")[k % 3],
+                       linewidth=1, label=label)
+        ax.set_xscale("log")
+        ax.set(title=task, xlabel="pretraining FLOPs", ylabel="score (%, 95 % CI)")
+        ax.grid(alpha=0.3)
+    axes[-1].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return fig
+
+
+# --------------------------------------------------------------------------------------------
+# the command
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("action", choices=("plan", "collect"),
+                        help="plan: print (--queue: queue) the experiments of --budgets; "
+                             "collect: write reports/objectives.md and objectives.png")
+    parser.add_argument("--budgets", type=_positive_flops, nargs="+",
+                        help="plan: pretraining FLOPs per objective, e.g. 3e12 1e13 3e13")
+    parser.add_argument("--queue", action="store_true", help="plan: dvc exp run --queue each one")
+    parser.add_argument("--metrics", type=Path, default=Path("metrics"),
+                        help="the finished run whose ledger gives each objective's FLOPs per step")
+    parser.add_argument("--show-json", type=Path,
+                        help="collect: read this `dvc exp show --json` output instead of running it")
+    parser.add_argument("--out", type=Path, default=Path("reports"))
+
+
+def _objective_families(params_file: Path = Path("params.yaml")) -> list[str]:
+    import yaml
+
+    params = yaml.safe_load(params_file.read_text()) if params_file.is_file() else {}
+    return [*NAMES, *((params or {}).get("left_to_right") or [])]
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action == "plan" and not args.budgets:
+        raise InputError("plan: --budgets is required (pretraining FLOPs, e.g. 3e12 1e13 3e13)")
+    names = _objective_families()
+    per_step = flops_per_step(args.metrics, names)
+    if args.action == "collect":
+        show = json.loads(args.show_json.read_text()) if args.show_json else exp_show_json()
+        rows, (pts, references) = claim_rows(show, per_step), points(show, per_step)
+        args.out.mkdir(parents=True, exist_ok=True)
+        with atomic_file(args.out / "objectives.md") as f:
+            f.write(table(rows, pts))
+        fig = figure(pts, references)
+        if fig is not None:
+            plots.save_png(fig, args.out / "objectives.png")
+        print(f"{len(rows)} claim rows, {len(pts)} cells → {args.out / 'objectives.md'}")
+        return 0
+    import yaml
+
+    params = yaml.safe_load(Path("params.yaml").read_text())
+    mlm_prob = {n: (params.get(section_of(n)) or {}).get("mlm_prob", 1.0) for n in names}
+    for experiment in plan(args.budgets, per_step, mlm_prob):
+        cmd = [sys.executable, "-m", "dvc", "exp", "run", "--queue", "-n", experiment.name,
+               *(a for o in experiment.overrides() for a in ("-S", o))]
+        print(" ".join(cmd[2:]))
+        if args.queue:
+            subprocess.run(cmd, check=True)
+    return 0
+
+

@@ -1,0 +1,131 @@
+"""The objectives-per-FLOP sweep (ctxrep.objectives): budgets in FLOPs become each objective's
+steps from the ledger, one experiment per comparison basis; collected from `dvc exp show --json`
+output and each experiment's summary, Table 5 is judged per basis and each objective's cells
+drawn against their FLOPs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ctxrep import objectives
+from ctxrep.cli import main as ctxrep_main
+from ctxrep.report.summary import claim_metrics
+
+PER_STEP = {"bilm": 1e9, "bert": 4e9, "gpt": 1.6e10}      # FLOPs per step, as a ledger gives
+MLM = {"bilm": 1.0, "bert": 0.4, "gpt": 1.0}
+
+
+def test_each_budget_sets_every_objectives_steps_from_its_flops_per_step():
+    experiments = {e.name: e for e in objectives.plan([1e12, 1e13], PER_STEP, MLM)}
+    assert set(experiments) == {f"{basis}-{b}" for basis in ("flops", "tokens", "steps")
+                                for b in ("1e12", "1e13")}
+    at = experiments["flops-1e13"].steps
+    assert at == {"bilm": 10_000, "bert": 2_500, "gpt": 625}
+    assert {n: at[n] * PER_STEP[n] for n in at} == {n: 1e13 for n in at}   # equal FLOPs
+    # equal predicted tokens: the masked LM predicts 40 % of its positions, the LM all of them
+    assert experiments["tokens-1e13"].steps["gpt"] == 1_000 == 0.4 * at["bert"]
+    assert experiments["steps-1e13"].steps["gpt"] == at["bert"]                # equal steps
+    # the biLM and the masked LM have the same params in the three: DVC runs them once a budget
+    for basis in ("tokens", "steps"):
+        other = experiments[f"{basis}-1e13"]
+        shared = [o for o in other.overrides() if not o.startswith("pretrain_gpt.")]
+        assert shared == [o for o in experiments["flops-1e13"].overrides()
+                          if not o.startswith("pretrain_gpt.")]
+
+
+def test_adding_a_budget_leaves_the_other_budgets_experiments_as_they_were():
+    """A budget added later is its own experiments: every earlier one keeps its name and params
+    (so DVC's run cache has every stage of it), and only the new ones run."""
+    before = {e.name: e.overrides() for e in objectives.plan([1e12], PER_STEP, MLM)}
+    after = {e.name: e.overrides() for e in objectives.plan([1e12, 3e12], PER_STEP, MLM)}
+    assert {k: after[k] for k in before} == before
+    assert set(after) - set(before) == {"flops-3e12", "tokens-3e12", "steps-3e12"}
+
+
+def test_flops_per_step_come_from_the_ledger_and_a_missing_one_is_named(tmp_path):
+    (tmp_path / "pretrain_bert.json").write_text(json.dumps({"steps": 100, "train_flops": 4e11}))
+    assert objectives.flops_per_step(tmp_path, ["bert"]) == {"bert": 4e9}
+    from ctxrep.errors import InputError
+
+    with pytest.raises(InputError, match="pretrain_gpt.json: missing: run `make repro "
+                                         "PROFILE=objectives` first"):
+        objectives.flops_per_step(tmp_path, ["bert", "gpt"])
+
+
+def _summary(scale: float) -> dict:
+    cell = lambda mean: {"mean": mean, "ci95": [mean - 0.01, mean + 0.01], "n_seeds": 3}  # noqa: E731
+    return {"cells": {"ud_pos": {"elmo": cell(0.80 + scale), "bert-feature": cell(0.78 + scale),
+                                 "gpt-feature": cell(0.79 + scale), "static": cell(0.75),
+                                 "bert-random": cell(0.74)}},
+            "baselines": {"ud_pos": {"lookup": 0.70, "majority": 0.2}}}
+
+
+def _claims(delta: float) -> dict:
+    return claim_metrics({"claims": [
+        {"better": "bert-feature", "worse": "gpt-feature", "task": "ud_pos", "estimate": delta,
+         "ci95": [delta - 0.005, delta + 0.005]},
+        {"better": "elmo", "worse": "static", "task": "ud_pos", "estimate": 0.05,
+         "ci95": [0.04, 0.06]}]})
+
+
+def _experiment(name: str, steps: dict, delta: float) -> dict:
+    params = {"left_to_right": ["gpt"],
+              **{f"pretrain_{n}": {"steps": s} for n, s in steps.items()},
+              "transfer": {"bert-finetune": {"bert": "pretrain_bert"}}}
+    return {"name": name, "executor": None, "revs": [{"rev": name, "name": name, "data": {
+        "params": {"params.yaml": {"data": params}},
+        "metrics": {"metrics/claims.json": {"data": _claims(delta)}}}}]}
+
+
+SHOW = [{"rev": "workspace", "name": None, "data": None, "experiments": None},
+        {"rev": "a" * 40, "name": "main", "data": None, "experiments": [
+            _experiment("flops-1e12", {"bilm": 1000, "bert": 250, "gpt": 62}, -0.02),
+            _experiment("tokens-1e12", {"bilm": 1000, "bert": 250, "gpt": 100}, -0.01),
+            _experiment("steps-1e12", {"bilm": 1000, "bert": 250, "gpt": 250}, -0.03),
+            _experiment("flops-1e13", {"bilm": 10000, "bert": 2500, "gpt": 625}, 0.02),
+            _experiment("bilm-steps-400", {"bilm": 400}, 0.5)]}]   # another sweep's: not read
+SUMMARIES = {"flops-1e12": _summary(0.0), "tokens-1e12": _summary(0.0),
+             "steps-1e12": _summary(0.0), "flops-1e13": _summary(0.05)}
+
+
+def test_table_5_is_judged_per_basis_naming_what_each_verdict_rests_on():
+    rows = objectives.claim_rows(SHOW, PER_STEP)
+    table5 = [r for r in rows if r.worse == "gpt-feature"]
+    assert [(r.basis, r.experiment, r.verdict) for r in table5] == [
+        ("flops", "flops-1e12", "contradicted"), ("flops", "flops-1e13", "reproduced"),
+        ("tokens", "tokens-1e12", "contradicted"), ("steps", "steps-1e12", "contradicted")]
+    # each side at its own pretraining FLOPs: equal at equal FLOPs, not at equal steps
+    assert table5[0].flops == (250 * 4e9, 62 * 1.6e10)
+    assert table5[-1].flops == (1e12, 250 * 1.6e10)
+    assert not [r for r in rows if r.better == "elmo"]   # ELMo's claims are not Table 5's
+    text = objectives.table(rows, [])
+    assert "| equal predicted tokens | tokens-1e12 | ud_pos | `bert-feature` − `gpt-feature`" in text
+
+
+def test_each_objective_is_drawn_against_its_flops_beside_the_references():
+    pts, references = objectives.points(SHOW, PER_STEP, summaries=lambda rev: SUMMARIES.get(rev, {}))
+    by = {(p.method, p.experiment): p for p in pts}
+    assert by[("elmo", "flops-1e13")].flops == 10_000 * 1e9
+    assert by[("gpt-feature", "tokens-1e12")].flops == 100 * 1.6e10
+    assert by[("bert-feature", "flops-1e13")].score.estimate == pytest.approx(0.83)
+    assert {p.family for p in pts} == {"bilm", "bert", "gpt"}
+    # the static vectors, the untrained network and the lookup table, not objectives
+    assert references == {"ud_pos": {"static": 0.75, "bert-random": 0.74, "lookup": 0.70}}
+    assert not {p.method for p in pts} & set(references["ud_pos"])
+    assert objectives.figure(pts, references) is not None
+
+
+def test_collect_writes_the_table_and_figure(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "metrics").mkdir()
+    for name, fps in PER_STEP.items():
+        (tmp_path / f"metrics/pretrain_{name}.json").write_text(
+            json.dumps({"steps": 10, "train_flops": 10 * fps}))
+    (tmp_path / "params.yaml").write_text("left_to_right: [gpt]\n")
+    (tmp_path / "show.json").write_text(json.dumps(SHOW))
+    monkeypatch.setattr(objectives, "summary_at", lambda rev: SUMMARIES.get(rev, {}))
+    assert ctxrep_main(["objectives", "collect", "--show-json", "show.json"]) == 0
+    assert "contradicted" in (tmp_path / "reports/objectives.md").read_text()
+    assert (tmp_path / "reports/objectives.png").stat().st_size > 0
