@@ -291,14 +291,16 @@ def table(rows: list[Row], pts: list[Point]) -> str:
 
 @plots.default_style
 def figure(pts: list[Point], references: dict[str, dict[str, float]]) -> Figure | None:
-    tasks = sorted({p.task for p in pts})
-    if not tasks:
+    # task → method → FLOPs → point: one point per FLOPs value (an objective's budget recurs
+    # across the three bases)
+    lines: dict[str, dict[str, dict[float, Point]]] = {}
+    for p in pts:
+        lines.setdefault(p.task, {}).setdefault(p.method, {})[p.flops] = p
+    if not lines:
         return None
-    fig, axes = plots.new_figure(len(tasks), extra_width=1.6)
-    for ax, task in zip(axes, tasks):
-        for method in sorted({p.method for p in pts if p.task == task}):
-            # one point per FLOPs value (an objective's budget recurs across the three bases)
-            line = {p.flops: p for p in pts if p.task == task and p.method == method}
+    fig, axes = plots.new_figure(len(lines), extra_width=1.6)
+    for ax, (task, methods) in zip(axes, sorted(lines.items())):
+        for method, line in sorted(methods.items()):
             xs = sorted(line)
             plots.interval_line(ax, xs, [line[x].score for x in xs], 100.0, label=method)
         for k, (label, value) in enumerate(sorted(references.get(task, {}).items())):
