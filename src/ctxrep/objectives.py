@@ -246,8 +246,7 @@ def claim_rows(show: list, per_step: dict[str, float]) -> list[Row]:
     """Table 5's claims (masked LM − left-to-right LM, frozen and fine-tuned) and BERT's Table 7
     (fine-tuning − frozen features) as each experiment's claims.json judged them."""
     wanted = [c for c in CLAIMS if left_to_right_family(c.worse) is not None
-              or (c.better in FINETUNE_METHODS and FEATURES_OF.get(c.worse) in CORE
-                  and c.worse in FEATURES_OF)]
+              or (c.better in FINETUNE_METHODS and FEATURES_OF.get(c.worse) in CORE)]
     rows = []
     for name, _, data in experiment_revs(show):
         basis = experiment_basis(name)
@@ -333,17 +332,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=Path("reports"))
 
 
-def _objective_families(params_file: Path = Path("params.yaml")) -> list[str]:
+def _workspace_params(params_file: Path = Path("params.yaml")) -> dict:
     import yaml
 
-    params = yaml.safe_load(params_file.read_text()) if params_file.is_file() else {}
-    return [*NAMES, *((params or {}).get("left_to_right") or [])]
+    return (yaml.safe_load(params_file.read_text()) if params_file.is_file() else None) or {}
 
 
 def run(args: argparse.Namespace) -> int:
     if args.action == "plan" and not args.budgets:
         raise InputError("plan: --budgets is required (pretraining FLOPs, e.g. 3e12 1e13 3e13)")
-    names = _objective_families()
+    params = _workspace_params()
+    names = [*NAMES, *(params.get("left_to_right") or [])]   # the objectives this run trains
     per_step = flops_per_step(args.metrics, names)
     if args.action == "collect":
         show = json.loads(args.show_json.read_text()) if args.show_json else exp_show_json()
@@ -356,9 +355,6 @@ def run(args: argparse.Namespace) -> int:
             plots.save_png(fig, args.out / "objectives.png")
         print(f"{len(rows)} claim rows, {len(pts)} cells → {args.out / 'objectives.md'}")
         return 0
-    import yaml
-
-    params = yaml.safe_load(Path("params.yaml").read_text())
     mlm_prob = {n: (params.get(section_of(n)) or {}).get("mlm_prob", 1.0) for n in names}
     for experiment in plan(args.budgets, per_step, mlm_prob):
         cmd = [sys.executable, "-m", "dvc", "exp", "run", "--queue", "-n", experiment.name,
