@@ -48,7 +48,7 @@ export TOKENIZERS_PARALLELISM ?= false
 # keep it inside the project, where `git clean -X` finds it.
 export DVC_SITE_CACHE_DIR ?= $(abspath .dvc/tmp/site-cache)
 
-.PHONY: repro test test-fast lint bench venv bytecode published clean-venv mlflow-ui exp-show plots-template
+.PHONY: repro objectives test test-fast lint bench venv bytecode published clean-venv mlflow-ui exp-show plots-template
 
 venv: $(STAMP)
 
@@ -92,6 +92,14 @@ bytecode: $(STAMP)
 export PROFILE SET DVC
 repro: $(STAMP) $(PUBLISHED)/model.safetensors bytecode
 	@$(BIN)/ctxrep repro "$$PROFILE"
+
+# Which objective transfers best per FLOP (issue 63): the objectives profile's run, then one
+# experiment per budget in FLOPs and comparison basis (`ctxrep objectives --help`); run it
+# again with one more budget and only that budget's experiments run.
+BUDGETS ?= 3e12 1e13 3e13
+objectives: $(STAMP) $(PUBLISHED)/model.safetensors bytecode
+	@$(BIN)/ctxrep repro objectives
+	$(BIN)/ctxrep objectives run --budgets $(BUDGETS)
 
 # The whole suite, pipeline runs included (CI runs it; see docs/testing.md), on TEST_WORKERS
 # pytest-xdist workers: a test mostly waits on the stage or DVC process it started, so more

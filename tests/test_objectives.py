@@ -35,6 +35,41 @@ def test_each_budget_sets_every_objectives_steps_from_its_flops_per_step():
                           if not o.startswith("pretrain_gpt.")]
 
 
+def test_steps_are_rounded_to_three_figures_so_a_ledger_noisy_in_its_fourth_plans_the_same():
+    """The ledger counts the tokens a run trained on, so FLOPs per step differ a little between
+    runs of different lengths; the plan must not: a changed step count is a changed experiment."""
+    assert [objectives.round_steps(s) for s in (0.3, 7.4, 318.2, 1059.3, 1064.9, 6912.0)] == [
+        1, 7, 318, 1060, 1060, 6910]
+    for fps in (9.437e9, 9.44e9, 9.443e9):
+        assert objectives.plan([1e13], {"bilm": fps}, {"bilm": 1.0})[0].steps == {"bilm": 1060}
+
+
+def test_every_budgets_equal_flops_experiment_comes_first():
+    names = [e.name for e in objectives.plan([1e12, 1e13], PER_STEP, MLM)]
+    assert names[:2] == ["flops-1e12", "flops-1e13"]
+    assert sorted(names[2:]) == ["steps-1e12", "steps-1e13", "tokens-1e12", "tokens-1e13"]
+
+
+def test_run_queues_what_has_not_finished_runs_the_queue_and_collects(tmp_path, monkeypatch):
+    """`ctxrep objectives run` with one more budget: the finished experiments are not queued
+    again (DVC would refuse the name), the new ones are, then the queue runs and is collected."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "metrics").mkdir()
+    for name, fps in PER_STEP.items():
+        (tmp_path / f"metrics/pretrain_{name}.json").write_text(
+            json.dumps({"steps": 10, "train_flops": 10 * fps}))
+    (tmp_path / "params.yaml").write_text("left_to_right: [gpt]\npretrain_bert: {mlm_prob: 0.4}\n")
+    calls = []
+    monkeypatch.setattr(objectives, "exp_show_json", lambda: SHOW)
+    monkeypatch.setattr(objectives, "_dvc", lambda *args: calls.append(args))
+    monkeypatch.setattr(objectives, "summary_at", lambda rev: SUMMARIES.get(rev, {}))
+    assert ctxrep_main(["objectives", "run", "--budgets", "1e12", "1e13", "3e13"]) == 0
+    queued = [c[c.index("-n") + 1] for c in calls if "--queue" in c]
+    assert queued == ["flops-3e13", "tokens-1e13", "steps-1e13", "tokens-3e13", "steps-3e13"]
+    assert calls[-1] == ("exp", "run", "--run-all")
+    assert (tmp_path / "reports/objectives.md").is_file()
+
+
 def test_adding_a_budget_leaves_the_other_budgets_experiments_as_they_were():
     """A budget added later is its own experiments: every earlier one keeps its name and params
     (so DVC's run cache has every stage of it), and only the new ones run."""

@@ -3,16 +3,20 @@ and a left-to-right LM, pretrained on one corpus at budgets given in FLOPs, each
 through the same transfer cells, and BERT's Table 5 judged at equal FLOPs, at equal predicted
 tokens and at equal steps.
 
-    make repro PROFILE=objectives            # every objective once: its ledger gives FLOPs/step
-    ctxrep objectives plan --budgets 3e12 1e13 3e13 --queue
-    dvc exp run --run-all                     # DVC's run cache: what a budget shares, runs once
-    ctxrep objectives collect                 # reports/objectives.md and objectives.png
+    make objectives                   # all of it; BUDGETS="3e12 1e13 3e13" by default:
+    make repro PROFILE=objectives     #   every objective once: its ledger gives FLOPs/step
+    ctxrep objectives run --budgets 3e12 1e13 3e13
+                                      #   plan, dvc exp run --queue each experiment not yet
+                                      #   finished, dvc exp run --run-all, collect
+    ctxrep objectives plan --budgets 3e12   # only print the experiments (--queue: queue them)
+    ctxrep objectives collect         # reports/objectives.md and objectives.png again
 
 **The budget is the param; the steps follow from the ledger.** ``plan`` reads each objective's
 FLOPs per step from the finished run in the workspace (``metrics/pretrain_<family>.json``:
 ``train_flops / steps``, the analytic count of :mod:`ctxrep.models` over the tokens the run
 trained on) and queues, per budget B, one experiment per comparison basis of Table 5; each sets
-every objective's ``steps`` (the effective value, in its params.yaml):
+every objective's ``steps`` (the effective value, in its params.yaml; to three significant
+figures), every budget's ``flops-B`` first:
 
     flops-B     every objective at B FLOPs
     tokens-B    the masked LM at B FLOPs; the left-to-right LM at as many predicted tokens
@@ -111,22 +115,32 @@ class Experiment:
         return out
 
 
+def round_steps(steps: float) -> int:
+    """Steps to three significant figures (at least 1): a ledger whose FLOPs per step differ in
+    their fourth digit between runs (a batch's padding differs with its sentences) plans the same
+    steps, so an experiment planned again keeps its params and DVC's run cache has it."""
+    if steps < 1:
+        return 1
+    return max(1, int(round(steps, 2 - int(math.floor(math.log10(steps))))))
+
+
 def plan(budgets: list[float], per_step: dict[str, float], mlm_prob: dict[str, float]
          ) -> list[Experiment]:
-    """The experiments of ``budgets``: per budget, ``flops-B`` (every objective at B), and for
-    each Table 5 pair whose families both run, ``tokens-B`` and ``steps-B``."""
-    experiments = []
+    """The experiments of ``budgets``: ``flops-B`` (every objective at B) for each budget first,
+    the figure's points; then, for each Table 5 pair whose families both run, ``tokens-B`` and
+    ``steps-B`` of each budget."""
+    flops, others = [], []
     for budget in budgets:
-        at_budget = {name: max(1, round(budget / fps)) for name, fps in per_step.items()}
-        experiments.append(Experiment(f"flops-{budget_name(budget)}", "flops", budget, at_budget))
+        at_budget = {name: round_steps(budget / fps) for name, fps in per_step.items()}
+        flops.append(Experiment(f"flops-{budget_name(budget)}", "flops", budget, at_budget))
         for masked, ltr in table5_pairs():
             if masked not in per_step or ltr not in per_step:
                 continue
-            for basis, steps in (("tokens", round(at_budget[masked] * mlm_prob[masked])),
+            for basis, steps in (("tokens", at_budget[masked] * mlm_prob[masked]),
                                  ("steps", at_budget[masked])):
-                experiments.append(Experiment(f"{basis}-{budget_name(budget)}", basis, budget,
-                                              {**at_budget, ltr: max(1, steps)}))
-    return experiments
+                others.append(Experiment(f"{basis}-{budget_name(budget)}", basis, budget,
+                                         {**at_budget, ltr: round_steps(steps)}))
+    return flops + others
 
 
 def _positive_flops(text: str) -> float:
@@ -319,11 +333,13 @@ def figure(pts: list[Point], references: dict[str, dict[str, float]]) -> Figure 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = __doc__
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument("action", choices=("plan", "collect"),
+    parser.add_argument("action", choices=("plan", "run", "collect"),
                         help="plan: print (--queue: queue) the experiments of --budgets; "
+                             "run: queue those not yet finished, run them (dvc exp run "
+                             "--run-all), then collect; "
                              "collect: write reports/objectives.md and objectives.png")
     parser.add_argument("--budgets", type=_positive_flops, nargs="+",
-                        help="plan: pretraining FLOPs per objective, e.g. 3e12 1e13 3e13")
+                        help="plan, run: pretraining FLOPs per objective, e.g. 3e12 1e13 3e13")
     parser.add_argument("--queue", action="store_true", help="plan: dvc exp run --queue each one")
     parser.add_argument("--metrics", type=Path, default=Path("metrics"),
                         help="the finished run whose ledger gives each objective's FLOPs per step")
@@ -338,30 +354,47 @@ def _workspace_params(params_file: Path = Path("params.yaml")) -> dict:
     return (yaml.safe_load(params_file.read_text()) if params_file.is_file() else None) or {}
 
 
+def _collect(args: argparse.Namespace, per_step: dict[str, float]) -> None:
+    show = json.loads(args.show_json.read_text()) if args.show_json else exp_show_json()
+    rows, (pts, references) = claim_rows(show, per_step), points(show, per_step)
+    args.out.mkdir(parents=True, exist_ok=True)
+    with atomic_file(args.out / "objectives.md") as f:
+        f.write(table(rows, pts))
+    fig = figure(pts, references)
+    if fig is not None:
+        plots.save_png(fig, args.out / "objectives.png")
+    print(f"{len(rows)} claim rows, {len(pts)} cells → {args.out / 'objectives.md'}")
+
+
+def _dvc(*args: str) -> None:
+    subprocess.run([sys.executable, "-m", "dvc", *args], check=True)  # this environment's DVC
+
+
 def run(args: argparse.Namespace) -> int:
-    if args.action == "plan" and not args.budgets:
-        raise InputError("plan: --budgets is required (pretraining FLOPs, e.g. 3e12 1e13 3e13)")
+    if args.action in ("plan", "run") and not args.budgets:
+        raise InputError(f"{args.action}: --budgets is required (pretraining FLOPs, e.g. "
+                         f"3e12 1e13 3e13)")
     params = _workspace_params()
     names = [*NAMES, *(params.get("left_to_right") or [])]   # the objectives this run trains
     per_step = flops_per_step(args.metrics, names)
     if args.action == "collect":
-        show = json.loads(args.show_json.read_text()) if args.show_json else exp_show_json()
-        rows, (pts, references) = claim_rows(show, per_step), points(show, per_step)
-        args.out.mkdir(parents=True, exist_ok=True)
-        with atomic_file(args.out / "objectives.md") as f:
-            f.write(table(rows, pts))
-        fig = figure(pts, references)
-        if fig is not None:
-            plots.save_png(fig, args.out / "objectives.png")
-        print(f"{len(rows)} claim rows, {len(pts)} cells → {args.out / 'objectives.md'}")
+        _collect(args, per_step)
         return 0
     mlm_prob = {n: (params.get(section_of(n)) or {}).get("mlm_prob", 1.0) for n in names}
+    # `run` again with one more budget: what finished is not queued again (DVC would refuse
+    # its name), and the new experiments find what they share with it in the run cache
+    finished = {name for name, _, _ in experiment_revs(exp_show_json())} \
+        if args.action == "run" else set()
     for experiment in plan(args.budgets, per_step, mlm_prob):
-        cmd = [sys.executable, "-m", "dvc", "exp", "run", "--queue", "-n", experiment.name,
-               *(a for o in experiment.overrides() for a in ("-S", o))]
-        print(" ".join(cmd[2:]))
-        if args.queue:
-            subprocess.run(cmd, check=True)
+        queue = ["exp", "run", "--queue", "-n", experiment.name,
+                 *(a for o in experiment.overrides() for a in ("-S", o))]
+        if experiment.name in finished:
+            print(f"{experiment.name}: finished, not queued again")
+            continue
+        print("dvc " + " ".join(queue))
+        if args.queue or args.action == "run":
+            _dvc(*queue)
+    if args.action == "run":
+        _dvc("exp", "run", "--run-all")   # one after another: two cores, one experiment
+        _collect(args, per_step)
     return 0
-
-
