@@ -608,7 +608,7 @@ def test_the_left_to_right_lm_runs_in_its_own_stages_and_is_judged_beside_bert(r
     the WordPiece path being BERT's own), features and two cells per task, every file they
     write, every param and file they read and every family module they ran declared, its
     checkpoint a Hugging Face BERT decoder with its tokenizer, and both claims judged on both
-    tasks."""
+    tasks; then a change of its steps alone (a budget's) leaves every other stage up to date."""
     from transformers import AutoTokenizer
 
     from ctxrep.analysis.claims import CLAIMS
@@ -641,6 +641,16 @@ def test_the_left_to_right_lm_runs_in_its_own_stages_and_is_judged_beside_bert(r
     assert json.loads((trace / f"pretrain_ltr@{family}.modules.json").read_text()) == [
         f"ctxrep.families.{family}"]
     assert_declared_exactly(copy, trace, ran - {"locate_data"})
+
+    # A budget of the objectives sweep changes each objective's steps (`ctxrep objectives`):
+    # its tokens- and steps- experiments differ from its flops- one in the left-to-right LM's
+    # alone, and then only that LM's pretraining is out of date, the other objectives and every
+    # cell reading them not (DVC runs them once a budget).
+    params = yaml.safe_load((copy / "params.yaml").read_text())
+    params[f"pretrain_{family}"]["steps"] += 1
+    (copy / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    status = json.loads(_dvc(copy, "status", "--json", env=env, stdout_only=True))
+    assert set(status) - {"locate_data"} == {f"pretrain_ltr@{family}"}, status
 
 
 @pytest.mark.slow

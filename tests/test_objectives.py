@@ -152,6 +152,23 @@ def test_each_objective_is_drawn_against_its_flops_beside_the_references():
     assert objectives.figure(pts, references) is not None
 
 
+def test_held_out_lm_quality_is_drawn_once_per_objective_and_budget():
+    """Each objective's held-out quality (a DVC output of its pretraining stage, read at each
+    experiment's revision) at its pretraining FLOPs; the biLM and masked LM, trained once per
+    budget whatever the basis, are one point each."""
+    outputs = {"metrics/pretrain_bilm.json": {"val_ppl": 300.0, "unigram_ppl": 550.0},
+               "metrics/pretrain_bert.json": {"val_mlm_acc": 0.1, "val_mlm_acc_at_mask": 0.1},
+               "metrics/pretrain_gpt.json": {"val_lm_ppl": 200.0, "val_lm_acc": 0.2}}
+    lm = objectives.lm_points(SHOW, PER_STEP, read=lambda path, rev: outputs[path])
+    by = {(p.family, p.steps): p for p in lm}
+    assert by[("bilm", 1000)].experiments == ("flops-1e12", "tokens-1e12", "steps-1e12")
+    assert by[("bilm", 1000)].quality == {"val_ppl": 300.0, "unigram_ppl": 550.0}
+    assert by[("gpt", 100)].flops == 100 * 1.6e10 and by[("gpt", 100)].experiments == ("tokens-1e12",)
+    assert len(lm) == 2 + 2 + 4      # bilm and bert at two budgets; gpt at 62, 100, 250, 625
+    assert "| biLM | 1,000 | 1.00e+12 | val_ppl 300, unigram_ppl 550 |" in objectives.lm_table(lm)
+    assert objectives.lm_figure(lm) is not None
+
+
 def test_collect_writes_the_table_and_figure(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "metrics").mkdir()

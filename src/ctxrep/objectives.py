@@ -50,7 +50,8 @@ from ctxrep.analysis.bootstrap import Interval
 from ctxrep.config.methods import (FEATURES_OF, FINETUNE_METHODS, FROM_SCRATCH, feature_method_of,
                                    left_to_right_family)
 from ctxrep.errors import InputError
-from ctxrep.families import CLAIMS, CORE, METHODS, NAMES, STARTING_POINT_KEY, section_of
+from ctxrep.families import (CLAIMS, CORE, METHODS, NAMES, STARTING_POINT_KEY, family as
+                             family_record, section_of)
 from ctxrep.io import atomic_file
 from ctxrep.report import plots
 from ctxrep.report.tables import markdown_table
@@ -241,6 +242,88 @@ def points(show: list, per_step: dict[str, float], summaries=None
 
 
 @dataclass(frozen=True)
+class LMPoint:
+    family: str
+    flops: float
+    steps: int
+    experiments: tuple[str, ...]   # every experiment that trained this objective at these steps
+    quality: dict[str, float]      # its family's held-out headlines (metrics/pretrain_<f>.json)
+
+
+def read_output(path: str, rev: str) -> dict:
+    """A DVC output (``metrics/pretrain_<family>.json`` is one: statistics, not git-tracked) at
+    an experiment's revision, from the cache; {} where it has none."""
+    import dvc.api
+
+    try:
+        return json.loads(dvc.api.read(path, repo=".", rev=rev))
+    except Exception:   # noqa: BLE001 -- not run there, or not in this cache: not drawn
+        return {}
+
+
+def lm_points(show: list, per_step: dict[str, float], read=read_output) -> list[LMPoint]:
+    """Each objective's held-out LM quality at each pretraining budget it ran at: its family's
+    headlines but the token count (the biLM's perplexity, the masked LM's masked-token
+    accuracy, the left-to-right LM's perplexity and accuracy), once per (objective, steps)."""
+    found: dict[tuple[str, int], LMPoint] = {}
+    for name, rev, data in experiment_revs(show):
+        if experiment_basis(name) is None:
+            continue
+        params = _params(data)
+        for family in [*NAMES, *(params.get("left_to_right") or [])]:
+            steps = (params.get(section_of(family)) or {}).get("steps")
+            if family not in per_step or steps is None:
+                continue
+            if (family, steps) in found:
+                seen = found[(family, steps)]
+                found[(family, steps)] = LMPoint(family, seen.flops, steps,
+                                                 (*seen.experiments, name), seen.quality)
+                continue
+            metrics = read(f"metrics/{section_of(family)}.json", rev)
+            keys = [k for k in family_record(family).headlines if k != "train_tokens"]
+            quality = {k: float(metrics[k]) for k in keys if isinstance(metrics.get(k), (int, float))}
+            if quality:
+                found[(family, steps)] = LMPoint(family, steps * per_step[family], steps, (name,),
+                                                 quality)
+    return sorted(found.values(), key=lambda p: (p.family, p.flops))
+
+
+def lm_table(lm: list[LMPoint]) -> str:
+    if not lm:
+        return ""
+    return ("\n## Held-out LM quality against pretraining FLOPs\n\n"
+            "Each objective on its own held-out split of the corpus, in its own measure (a "
+            "perplexity is per word for the biLM and per sub-word for the left-to-right LM; the "
+            "masked LM's accuracy is on masked positions): each line compares budgets, not "
+            "objectives.\n\n" + markdown_table(
+                ["objective", "steps", "pretraining FLOPs", "held-out", "experiments"],
+                [[family_record(p.family).label, f"{p.steps:,}", f"{p.flops:.2e}",
+                  ", ".join(f"{k} {v:.4g}" for k, v in p.quality.items()),
+                  ", ".join(p.experiments)] for p in lm]) + "\n")
+
+
+@plots.default_style
+def lm_figure(lm: list[LMPoint]) -> Figure | None:
+    """One panel per objective: its first held-out headline against its pretraining FLOPs."""
+    families = list(dict.fromkeys(p.family for p in lm))
+    if not families:
+        return None
+    fig, axes = plots.new_figure(len(families))
+    for ax, family in zip(axes, families):
+        line = [p for p in lm if p.family == family]
+        metric = next(iter(line[0].quality))
+        xs, ys = zip(*((p.flops, p.quality[metric]) for p in line if metric in p.quality))
+        ax.plot(xs, ys, marker="o", linewidth=1)
+        ax.set_xscale("log")
+        if "ppl" in metric:
+            ax.set_yscale("log")
+        ax.set(title=family_record(family).label, xlabel="pretraining FLOPs",
+               ylabel=f"held-out {metric}")
+        ax.grid(alpha=0.3)
+    return fig
+
+
+@dataclass(frozen=True)
 class Row:
     basis: str
     experiment: str
@@ -357,12 +440,14 @@ def _workspace_params(params_file: Path = Path("params.yaml")) -> dict:
 def _collect(args: argparse.Namespace, per_step: dict[str, float]) -> None:
     show = json.loads(args.show_json.read_text()) if args.show_json else exp_show_json()
     rows, (pts, references) = claim_rows(show, per_step), points(show, per_step)
+    lm = lm_points(show, per_step)
     args.out.mkdir(parents=True, exist_ok=True)
     with atomic_file(args.out / "objectives.md") as f:
-        f.write(table(rows, pts))
-    fig = figure(pts, references)
-    if fig is not None:
-        plots.save_png(fig, args.out / "objectives.png")
+        f.write(table(rows, pts) + lm_table(lm))
+    for name, fig in (("objectives.png", figure(pts, references)),
+                      ("objectives_lm.png", lm_figure(lm))):
+        if fig is not None:
+            plots.save_png(fig, args.out / name)
     print(f"{len(rows)} claim rows, {len(pts)} cells → {args.out / 'objectives.md'}")
 
 
