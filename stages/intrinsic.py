@@ -71,7 +71,7 @@ with stage("intrinsic", "intrinsic") as ctx:
             result[name] = {"unavailable": result["text"]["unavailable"]}
             continue
         try:
-            scores = perplexity.score(model, text, p.bert_max_tokens if name == "bert" else None)
+            scores = perplexity.score(model, text, p.bert_max_tokens if name == perplexity.BERT else None)
         except InputError as e:
             result[name] = {"unavailable": str(e)}
             continue

@@ -7,6 +7,7 @@ tests/test_dvc_record.py."""
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -126,7 +127,9 @@ def test_a_checkpoint_changed_after_it_was_recorded_is_refused(checkpoints, tmp_
         check_checkpoint(folder, record)
 
 
-def test_a_fine_tuned_checkpoint_method_needs_its_entry_and_names_its_folder(checkpoints):
+def test_a_fine_tuned_checkpoint_method_needs_its_entry_and_is_keyed_by_its_record(checkpoints):
+    """Its checkpoints are keyed by the record of the folder's files (what extract_hf wrote, and
+    what ``prepare`` checks the folder against), so the folder is hashed once a cell."""
     p = params()
     with pytest.raises(ValueError, match="hf.rob of the params"):
         FineTuning("hf-rob-finetune", p)
@@ -134,7 +137,8 @@ def test_a_fine_tuned_checkpoint_method_needs_its_entry_and_names_its_folder(che
         FineTuning("hf-rob", p)
     entry = {"path": str(checkpoints["roberta"]), "pooling": "first", "max_seq_len": 64}
     approach = FineTuning.for_cell("hf-rob-finetune", p, {"hf": {"rob": entry}})
-    assert approach.inputs("sst2") == [checkpoints["roberta"]]
+    assert approach.source == checkpoints["roberta"]
+    assert approach.inputs("sst2") == [Path("data/features/hf-rob/checkpoint.json")]
 
 
 def test_a_length_past_the_checkpoints_positions_is_refused_naming_the_param(

@@ -52,7 +52,7 @@ def test_scores_are_summarised_over_seeds_and_rounded():
 @pytest.mark.parametrize("cell", [
     record(),
     record(train_fraction=None, mix_weights=None, word_vector_oov_rate=None),  # fine-tuned
-    record(train_fraction=None, mix_weights=None, word_vector_oov_rate=None, bert="import_bert"),
+    record(train_fraction=None, mix_weights=None, word_vector_oov_rate=None, start="import_bert"),
     CellRecord(task="ud_pos", method="elmo", kind="tagging", metric="token_accuracy",
                metrics=["token_accuracy"], primary="token_accuracy", eval_split="validation",
                seeds=[0, 1], unavailable="no location serves ud_pos"),
@@ -166,7 +166,7 @@ def test_rows_that_start_from_a_published_bert_are_marked_in_the_report():
     from ctxrep.report.inputs import ReportInputs
 
     def inputs(bert_source: str, finetune_from: str) -> ReportInputs:
-        cells = {"bert-finetune": record(method="bert-finetune", bert=finetune_from),
+        cells = {"bert-finetune": record(method="bert-finetune", start=finetune_from),
                  "bert-feature": record(method="bert-feature"), "elmo": record()}
         return ReportInputs(tasks=["ud_pos"], methods=list(cells), tokenize=None, pretrain={},
                             curves={}, transfer={"ud_pos": cells}, probes={},

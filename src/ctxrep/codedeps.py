@@ -33,7 +33,7 @@ import json
 import sys
 from pathlib import Path
 
-from ctxrep.families import NOT_LEFT_TO_RIGHT
+from ctxrep.families import is_left_to_right_module
 from ctxrep.io import sha256_file
 
 PACKAGE = "ctxrep"
@@ -134,8 +134,8 @@ def is_family_module(path: str) -> bool:
     """A left-to-right family's own module (listed by the stages that load it, never in a
     manifest); the package's other modules (the core families, the records) are imported by its
     ``__init__`` like any module."""
-    return (path.startswith(FAMILIES_PACKAGE + "/") and not path.endswith("/__init__.py")
-            and Path(path).stem not in NOT_LEFT_TO_RIGHT)
+    module = path.removeprefix("src/").removesuffix(".py").replace("/", ".")
+    return path.startswith(FAMILIES_PACKAGE + "/") and is_left_to_right_module(module)
 
 
 def reaches_tasks(files: set[str]) -> bool:

@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ctxrep.errors import InputError
+from ctxrep.families import STARTING_POINT_KEY
+from ctxrep.report import parts as family_parts
 
 MARKER = re.compile(r"^<!-- ctxrep:(begin|end) ([A-Za-z0-9_.-]+) -->$")
 SUMMARY, HEADLINE, CLAIMS = (Path("metrics/summary.json"), Path("metrics/headline.json"),
@@ -159,7 +161,7 @@ def published_bert_methods(params: dict) -> dict[str, str]:
     ``pretrain_bert.source`` imports its weights (as ctxrep.report.evidence marks them †)."""
     checkpoint = (params.get("import_bert") or {}).get("checkpoint", "a published BERT")
     methods = {m: checkpoint for m, section in (params.get("transfer") or {}).items()
-               if isinstance(section, dict) and section.get("bert") == "import_bert"}
+               if isinstance(section, dict) and section.get(STARTING_POINT_KEY) == "import_bert"}
     if (params.get("pretrain_bert") or {}).get("source") == "import":
         methods.update({m: "a published BERT" for m in params.get("transfer") or {}
                         if m.startswith("bert-")})
@@ -259,16 +261,7 @@ def scores_block(records: Records) -> list[str]:
         parts.append(f"**{task}** ({METRIC_NAMES.get(metric, metric)}, %): {shown}; baselines: "
                      f"{base}.")
     pre, intrinsic = summary.get("pretrain") or {}, summary.get("intrinsic") or {}
-    bilm, bert = pre.get("bilm") or {}, pre.get("bert") or {}
-    if bilm:
-        ratio = bilm["val_ppl"] / bilm["unigram_ppl"]
-        parts.append(f"**biLM**: held-out perplexity {bilm['val_ppl']:.1f} against "
-                     f"{bilm['unigram_ppl']:.1f} for a unigram model ({ratio:.2f} ×), "
-                     f"{bilm['train_tokens'] / 1e6:.2f} M training tokens.")
-    if bert:
-        parts.append(f"**BERT** (pretrained here): held-out masked-token accuracy "
-                     f"{percent(bert['val_mlm_acc_at_mask'])} % at [MASK], "
-                     f"{bert['train_tokens'] / 1e6:.2f} M training tokens.")
+    parts += family_parts.headline_sentences(pre)
     if intrinsic:
         parts.append(f"**Reuters news of 1996** (stage `intrinsic`): biLM perplexity "
                      f"{intrinsic['bilm_ppl']:.1f}, BERT pseudo-perplexity "

@@ -46,6 +46,8 @@ import logging
 import re
 from pathlib import Path
 
+from ctxrep.families import bert, bilm
+
 log = logging.getLogger(__name__)
 
 BERT_NAME = "ctxrep-bert"
@@ -112,7 +114,7 @@ def register_bert(run, model_dir: Path | str, profile: str | None = None):
                                                 "head, so features only (no fill-mask)")
         with hub_offline():  # the flavour looks for a model card on the Hub: nothing to fetch
             info = mlflow.transformers.log_model(
-                {"model": model.eval(), "tokenizer": tokenizer}, name="bert", task=task,
+                {"model": model.eval(), "tokenizer": tokenizer}, name=bert.FAMILY.name, task=task,
                 pip_requirements=_BERT_REQUIREMENTS)
         extra = {"task": task, "hf_architecture": type(model).__name__,
                  "mlm_head": str(mlm_head).lower()}
@@ -151,7 +153,7 @@ def register_bilm(run, model_dir: Path | str, profile: str | None = None):
         _check_active(run)
         # The model as code (the file MLflow runs when it loads), not a pickled object.
         info = mlflow.pyfunc.log_model(
-            name="bilm", python_model=elmo_pyfunc_code.__file__,
+            name=bilm.FAMILY.name, python_model=elmo_pyfunc_code.__file__,
             artifacts={ARTIFACT: str(model_dir)}, pip_requirements=_BILM_REQUIREMENTS)
         return _register(run, info.model_uri, BILM_NAME, model_dir, profile,
                          {"task": "elmo-features"},

@@ -53,9 +53,10 @@ import math
 from pathlib import Path
 
 from ctxrep.errors import InputError
+from ctxrep.families import bert, bilm
 
 DEFAULT_MAX_TOKENS = 2000
-BILM, BERT = "bilm", "bert"
+BILM, BERT = bilm.FAMILY.name, bert.FAMILY.name   # what a folder is (detect_kind)
 UNIGRAM_COUNTS_FILE = "bilm_vocab.tsv"
 NO_UNIGRAM = "unigram reference: not available (the model does not store counts)"
 
@@ -76,12 +77,14 @@ def detect_kind(model_dir: Path) -> str:
         return BILM
     config = model_dir / "config.json"
     if config.is_file():
+        from transformers import BertConfig
+
         try:
             data = json.loads(config.read_text(encoding="utf-8"))
         except (OSError, ValueError) as e:
             raise InputError(f"{config}: not readable JSON ({e})") from e
         archs = data.get("architectures") or []
-        if data.get("model_type") == "bert" or any(str(a).startswith("Bert") for a in archs):
+        if data.get("model_type") == BertConfig.model_type or any(str(a).startswith("Bert") for a in archs):
             return BERT
     raise InputError(f"{model_dir}: neither a saved biLM (char_spec.json, config.json, vocab.txt, "
                      f"model.safetensors) nor a BERT folder (config.json of model_type bert, "

@@ -24,7 +24,7 @@ from typing import Iterator
 from ctxrep import compute, config, workspace
 from ctxrep.errors import (NO_SPACE_EXIT, TOO_LARGE_EXIT, InputError, file_too_large, no_space_left,
                            no_space_message, too_large_message)
-from ctxrep.families import NOT_LEFT_TO_RIGHT
+from ctxrep.families import is_left_to_right_module
 from ctxrep.io import write_json
 from ctxrep.lockfile import verify_stage_inputs
 
@@ -291,14 +291,13 @@ def _stage(name: str, section: str | None, track: bool,
     print(f"[{name}] done in {seconds:.1f} s: {items}", flush=True)
 
 
-NAMED_MODULES = ("ctxrep.data.tasks.", "ctxrep.families.")  # imported by name, not by code
+TASK_MODULES = "ctxrep.data.tasks."  # imported by name, not by code
 
 
 def found_by_name(module: str) -> bool:
     """A task's module or a left-to-right family's (the families package's other modules, the
     core families and their records, are imported by code, and are in every manifest)."""
-    return module.startswith(NAMED_MODULES) and not (
-        module.startswith(NAMED_MODULES[1]) and module.rpartition(".")[2] in NOT_LEFT_TO_RIGHT)
+    return module.startswith(TASK_MODULES) or is_left_to_right_module(module)
 
 
 def trace_reads(stage_name: str) -> None:

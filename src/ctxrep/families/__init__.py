@@ -51,9 +51,10 @@ from ctxrep.families.records import (Claim, Family, Method, PaperTable, Publishe
                                      section_of)
 
 __all__ = ["CLAIMS", "CORE", "Claim", "FIRST_LAYER", "Family", "LAYER_CLAIMS", "LEFT_TO_RIGHT",
-           "METHODS", "Method", "NAMES", "OWN_MODULES", "PRETRAINING", "PUBLISHED_MODELS",
-           "PaperTable", "Published", "STARTING_POINT_KEY", "STARTING_POINTS", "STATIC", "STATIC_DIR", "STATIC_SECTION",
-           "TABLES", "TOP_LAYER", "family", "model_dir_of", "section_of"]
+           "METHODS", "Method", "NAMES", "OWN_MODULES", "PRETRAINING", "PROBED", "PUBLISHED_MODELS",
+           "PaperTable", "Published", "STARTING_POINT_KEY", "STARTING_POINTS", "STATIC", "STATIC_DIR",
+           "STATIC_SECTION", "TABLES", "TOP_LAYER", "family", "is_left_to_right_module",
+           "model_dir_of", "section_of"]
 
 # The families every profile pretrains, probes, scores on another domain and reports, one module
 # each, in the report's order.
@@ -68,6 +69,16 @@ NOT_LEFT_TO_RIGHT = (*NAMES, "static", "records")
 LEFT_TO_RIGHT = {p.stem: (f"{p.stem}-feature", f"{p.stem}-finetune")
                  for p in sorted(PACKAGE_DIR.glob("*.py"))
                  if not p.stem.startswith((".", "_")) and p.stem not in NOT_LEFT_TO_RIGHT}
+
+
+def is_left_to_right_module(module: str) -> bool:
+    """Whether ``module`` (``ctxrep.families.gpt``) is a left-to-right family's own: loaded by
+    name (``family(name)``) by the stages of that family alone, so in no code manifest; this
+    package's other modules (the core families, the records) are imported by code, like any."""
+    package, _, stem = module.rpartition(".")
+    return package == __name__ and stem in LEFT_TO_RIGHT
+
+
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")  # a method is <name>-feature: no hyphen in a name
 for _bad in [n for n in LEFT_TO_RIGHT if not _NAME.fullmatch(n)]:
     raise ImportError(f"{PACKAGE_DIR / _bad}.py: a left-to-right family's module is named "
@@ -93,6 +104,7 @@ METHODS = {m.name: m for m in (
 CLAIMS = (*bilm.CLAIMS, *bert.CLAIMS,
           *(c for methods in LEFT_TO_RIGHT.values() for c in bert.against_left_to_right(*methods)))
 LAYER_CLAIMS = bilm.LAYER_CLAIMS
+PROBED = bilm.FAMILY.name   # the family whose layer probes judge LAYER_CLAIMS
 FIRST_LAYER, TOP_LAYER = bilm.FIRST_LAYER, bilm.TOP_LAYER  # the layers' names in them
 # The papers' tables the report rebuilds over our tasks: ELMo's, Table 1 with BERT's columns.
 TABLES = tuple(PaperTable(t.key, t.title, (*t.methods, *bert.TABLE1_METHODS), t.question,

@@ -16,14 +16,14 @@ from ctxrep.families.records import BERT_OVERVIEW, LEARNED, Claim, Family, Metho
 FAMILY = Family("bert", "BERT", headlines=("val_mlm_acc", "val_mlm_acc_at_mask", "train_tokens"),
                 heldout=("val_mlm_loss", "held-out MLM loss", False),
                 recipe_metric="val_mlm_acc", recipe_lower_is_better=False,
-                intrinsic=("pseudo_perplexity", "pppl"))
+                intrinsic=("pseudo_perplexity", "pppl"), featurizer="BertFeaturizer")
 
 # The code that is this family's own (its network, objective, import, stage scripts): the only
 # modules besides this one that may name it or its methods (tests/test_families.py).
 MODULES = ("src/ctxrep/models/bert.py", "src/ctxrep/models/bert_hf.py",
            "src/ctxrep/models/bert_import.py", "src/ctxrep/pretraining/bert_data.py",
-           "src/ctxrep/pretraining/bert_objective.py", "stages/pretrain_bert.py",
-           "stages/import_bert.py")
+           "src/ctxrep/pretraining/bert_objective.py", "src/ctxrep/report/parts/bert.py",
+           "stages/pretrain_bert.py", "stages/import_bert.py")
 
 BERT_FEATURE = Method("bert-feature", "bert", LEARNED)
 BERT_RANDOM = Method("bert-random", "bert-random", LEARNED, control=True)

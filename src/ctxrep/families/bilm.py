@@ -21,7 +21,7 @@ from ctxrep.families.static import STATIC
 FAMILY = Family("bilm", "biLM", headlines=("val_ppl", "unigram_ppl", "train_tokens"),
                 heldout=("val_ppl", "held-out perplexity (full softmax)", True),
                 recipe_metric="val_ppl", recipe_lower_is_better=True,
-                intrinsic=("perplexity_mean", "ppl"))
+                intrinsic=("perplexity_mean", "ppl"), featurizer="ElmoFeaturizer")
 
 ELMO_TOKEN = Method("elmo-token", "bilm", TOKEN, reads_word_vectors=False, control=True)
 ELMO_LAST = Method("elmo-last", "bilm", LAST)
@@ -35,7 +35,8 @@ ELMO_RANDOM = Method("elmo-random", "bilm-random", LEARNED, control=True)
 MODULES = ("src/ctxrep/models/bilm.py", "src/ctxrep/models/elmo.py",
            "src/ctxrep/models/elmo_import.py", "src/ctxrep/models/elmo_pyfunc.py",
            "src/ctxrep/models/elmo_pyfunc_code.py", "src/ctxrep/pretraining/bilm_objective.py",
-           "src/ctxrep/neighbors.py", "stages/pretrain_bilm.py", "stages/neighbors.py")
+           "src/ctxrep/neighbors.py", "src/ctxrep/report/parts/bilm.py", "stages/pretrain_bilm.py",
+           "stages/neighbors.py")
 
 METHODS = (ELMO_TOKEN, ELMO_LAST, ELMO_AVG, ELMO, ELMO_IO, ELMO_RANDOM)
 

@@ -34,6 +34,9 @@ class Family:
     recipe_metric: str | None = None   # what `ctxrep recipes` compares recipes on (held-out)
     recipe_lower_is_better: bool = False
     intrinsic: tuple[str, str] | None = None  # metrics/intrinsic.json: its key there, its short name
+    # its featurizer: the class in ctxrep.transfer.extract that reads its layers per word (a
+    # left-to-right LM is BERT's network, read by BERT's)
+    featurizer: str | None = None
     left_to_right: bool = False    # a left-to-right LM, run where params left_to_right lists it
     # A left-to-right family's own tokenizer: tokenizer(corpus, out_dir) writes a folder that
     # ``transformers.AutoTokenizer`` loads (tokenizer.json, tokenizer_config.json), learned from

@@ -19,8 +19,9 @@ from ctxrep.report import findings, plots
 from ctxrep.report import learning_curves as lc
 from ctxrep.report.formatting import figure_link, fmt_int, fmt_int_range, fmt_seconds, missing_file
 from ctxrep.report.inputs import ComputeEntry, ReportInputs, ledger_stages
-from ctxrep.report.provenance import data_section, imported_record
-from ctxrep.families import PRETRAINING, TABLES
+from ctxrep.report import parts as family_parts
+from ctxrep.report.provenance import data_section
+from ctxrep.families import PROBED, PUBLISHED_MODELS, TABLES
 from ctxrep.report.summary import claim_metrics, headline, summarise
 from ctxrep.transfer.record import CellRecord
 from ctxrep.report.tables import MISSING, markdown_table, published_sources, results_table
@@ -48,25 +49,8 @@ class Report:
 
 def scale_section(inputs: ReportInputs) -> str:
     """The published models' scale beside ours, one line each."""
-    bilm, bert = inputs.pretrain.get("bilm") or {}, inputs.pretrain.get("bert") or {}
-    untrained = "ours has not been trained"
-    ours_bilm = (f"ours saw {fmt_int(bilm.get('train_tokens'))} tokens with "
-                 f"{fmt_int(bilm.get('params'))} parameters" if bilm else untrained)
-    ours_bert = (f"ours is a {fmt_int(bert.get('params'))}-parameter model that saw "
-                 f"{fmt_int(bert.get('train_tokens'))} tokens" if bert else untrained)
-    if (record := imported_record(inputs, "bilm")) is not None:
-        ours_bilm = f"this run uses published weights (`{record['path']}`)"
-    if (record := imported_record(inputs, "bert")) is not None:
-        ours_bert = f"this run uses a published checkpoint (`{record['path']}`)"
-    elmo_paper, bert_paper = PRETRAINING["bilm"], PRETRAINING["bert"]
-    sizes = " / ".join(f"{name} {size}" for name, size in bert_paper["sizes"].items())
     return "\n".join([
-        "## Scale: the papers vs this run", "",
-        f"- ELMo's biLM was trained on the {elmo_paper['corpus']} "
-        f"({elmo_paper['architecture']}); {ours_bilm}. "
-        f"(seed `{elmo_paper['seed_file']}`)",
-        f"- BERT was pretrained on {bert_paper['corpus']} ({sizes}); {ours_bert}. "
-        f"(seed `{bert_paper['seed_file']}`)",
+        "## Scale: the papers vs this run", "", *family_parts.scale_lines(inputs),
         "",
         "Published numbers come from models and corpora orders of magnitude larger and from the "
         "papers' own task architectures and test sets; they show the direction of each effect, "
@@ -78,10 +62,9 @@ def weights_section(inputs: ReportInputs) -> str:
     """Which weights each model of this run has: trained here on which data, or imported from
     which files (folder, origin URL when DVC imported them, sha256)."""
     lines = ["## Weights", ""]
-    for model, label in (("bilm", "biLM"), ("bert", "BERT"),
-                         ("bert-published", "published BERT (import_bert)")):
+    for model, label in family_parts.weights():
         record = inputs.weights.get(model)
-        if record is None and model == "bert-published":
+        if record is None and model in PUBLISHED_MODELS.values():
             continue  # a run from before the stage existed
         if record is None:
             lines.append(f"- {label}: " + missing_file(f"reports/weights/{model}.json"))
@@ -191,9 +174,9 @@ def findings_section(inputs: ReportInputs) -> str:
     """Checks without per-example predictions (so without a CI): the pretrained models against
     trivial predictors, and the probes' layer comparison when the probes saved no predictions
     (point estimates, said so)."""
-    found = findings.pretraining_findings(inputs.pretrain)
-    if "bilm" not in inputs.probe_predictions:   # else judged with CIs in the claims table
-        found += findings.probe_findings(inputs.probes.get("bilm"))
+    found = family_parts.pretraining_findings(inputs.pretrain)
+    if PROBED not in inputs.probe_predictions:   # else judged with CIs in the claims table
+        found += findings.probe_findings(inputs.probes.get(PROBED))
     parts = ["## Other checks (point estimates, no CI)", ""]
     if not found:
         return "\n".join(parts + ["_No check can be made yet: the metrics it needs are "
@@ -291,12 +274,7 @@ def mix_section(inputs: ReportInputs, figures: dict) -> str:
 
 
 def loss_section(inputs: ReportInputs, figures: dict) -> str:
-    bilm, bert = inputs.pretrain.get("bilm") or {}, inputs.pretrain.get("bert") or {}
-    references = ({"bilm": {f"unigram model ({bilm['unigram_ppl']:.1f})": bilm["unigram_ppl"]}}
-                  if bilm.get("unigram_ppl") is not None else {})
-    train_labels = {"bilm": "train exp(loss)",
-                    "bert": "train loss (MLM + NSP)" if bert.get("val_nsp_acc") is not None
-                    else "train loss (MLM)"}
+    references, train_labels = family_parts.loss_curves(inputs.pretrain)
     fig = plots.loss_curves(inputs.curves, inputs.heldout, references, train_labels)
     if fig is None:
         return "## Pretraining loss\n\n" + missing_file(

@@ -16,6 +16,8 @@ from ctxrep.analysis.bootstrap import STATISTIC, Interval, bootstrap_mean, examp
 from ctxrep.analysis.claims import (LAYER_CLAIMS, STAND_INS, Judgement, judge_all, layer_runs,
                                    unjudged)
 from ctxrep.config.methods import CONTROL_METHODS
+from ctxrep.families import PROBED
+from ctxrep.report import parts as family_parts
 from ctxrep.report import plots
 from ctxrep.report.inputs import ReportInputs
 from ctxrep.report.summary import intrinsic_headlines, pretrain_headlines, seeds_did_not_learn
@@ -68,7 +70,7 @@ def probe_judgements(inputs: ReportInputs) -> list[Judgement]:
     """ELMo §5.3's layer claims from the biLM probes' saved predictions: the first vs the top
     biLSTM layer on the same evaluation examples, bootstrapped over examples (one probe run)."""
     runs, statistic = {}, {}
-    for task, entry in inputs.probe_predictions.get("bilm", {}).items():
+    for task, entry in inputs.probe_predictions.get(PROBED, {}).items():
         stat = STATISTIC.get((entry["metric"], entry["metric"]))
         if stat is None:
             continue
@@ -131,14 +133,9 @@ def _others(scores: dict[str, float], primary: str, scale: float) -> str:
 
 
 def published_methods(inputs: ReportInputs) -> set[str]:
-    """The methods whose cells start from published BERT weights rather than a BERT pretrained
-    here: fine-tuning from ``import_bert``, and every BERT method when ``pretrain_bert``
-    imported its weights."""
-    cells = [c for task_cells in inputs.transfer.values() for c in task_cells.values()]
-    marked = {c.method for c in cells if c.bert == "import_bert"}
-    if (inputs.weights.get("bert") or {}).get("source") == "import":
-        marked |= {c.method for c in cells if c.method.startswith("bert-")}
-    return marked
+    """The methods whose cells start from published weights rather than ones pretrained here
+    (each family's report part says which of its own do)."""
+    return family_parts.published_methods(inputs)
 
 
 def published_footnote(marked: set[str]) -> list[str]:
@@ -279,8 +276,8 @@ def not_judged(judgements: list[Judgement], inputs: ReportInputs | None = None) 
     reasons = [f"{c.statement} (`{c.better}` − `{c.worse}`, {c.source}): a method it compares, "
                f"or the task it is claimed for, is not in this profile's grid"
                for c in unjudged(judgements)]
-    probed = set(((inputs.probes.get("bilm") or {}).get("tasks") or {}) if inputs else {})
-    saved = set(inputs.probe_predictions.get("bilm", {})) if inputs else set()
+    probed = set(((inputs.probes.get(PROBED) or {}).get("tasks") or {}) if inputs else {})
+    saved = set(inputs.probe_predictions.get(PROBED, {})) if inputs else set()
     for c in unjudged(judgements, LAYER_CLAIMS):
         task = c.tasks[0]
         why = ("a biLM with fewer than two LSTM layers has no first-vs-top comparison"

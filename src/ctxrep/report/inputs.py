@@ -357,3 +357,9 @@ def load_inputs(root: Path | str, tasks: list[str], methods: list[str],
         if curve else {},
         curve={"tasks": list(curve["tasks"]), "methods": list(curve["methods"])} if curve else {},
         intrinsic=read_json(metrics / "intrinsic.json"))
+
+
+def imported_record(inputs: ReportInputs, model: str) -> dict | None:
+    """The provenance of ``model`` when its weights were imported, else None."""
+    record = inputs.weights.get(model)
+    return record if record and record["source"] == "import" else None

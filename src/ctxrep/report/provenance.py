@@ -3,9 +3,10 @@ models were trained or imported, with their sizes beside the papers'."""
 
 from __future__ import annotations
 
-from ctxrep.report.formatting import fmt_float, fmt_int, fmt_pct, missing_file
+from ctxrep.report.formatting import fmt_int, fmt_pct, missing_file
+from ctxrep.families import STATIC, STATIC_SECTION
+from ctxrep.report import parts as family_parts
 from ctxrep.report.inputs import ReportInputs
-from ctxrep.families import PRETRAINING
 from ctxrep.report.tables import MISSING, markdown_table
 
 
@@ -88,7 +89,7 @@ def skipped_rows_line(task: str, manifest: dict) -> str | None:
             f"`skip_malformed={skipped.get('limit', MISSING)}` in the registry)")
 
 
-def _out_of_domain(intrinsic: dict | None, bilm: dict | None) -> str:
+def _out_of_domain(intrinsic: dict | None, pretrain: dict) -> str:
     """The models on the out-of-domain text (stage intrinsic), with the command that
     reproduces each number."""
     if intrinsic is None:
@@ -98,78 +99,15 @@ def _out_of_domain(intrinsic: dict | None, bilm: dict | None) -> str:
         return f"- out-of-domain text: not scored ({text['unavailable']})."
     head = (f"- out-of-domain text: the first {text['lines']} sentences of `{text['task']}` "
             f"({text['split']}), `{text['path']}`")
-    parts = []
-    lm = intrinsic.get("bilm", {})
-    if "unavailable" in lm:
-        parts.append(f"biLM not scored ({lm['unavailable']})")
-    else:
-        unigram = (f"unigram model {fmt_float(lm['unigram_ppl'])}" if lm.get("unigram_ppl")
-                   is not None else "no unigram reference")
-        in_domain = (f"; held-out in domain {fmt_float(bilm.get('val_ppl'))}"
-                     if bilm and bilm.get("val_ppl") is not None else "")
-        parts.append(f"biLM perplexity {fmt_float(lm['perplexity_mean'])} (forward "
-                     f"{fmt_float(lm['perplexity_forward'])}, backward "
-                     f"{fmt_float(lm['perplexity_backward'])}; {unigram}{in_domain}), "
-                     f"{100 * lm['oov_rate']:.1f}% of its {lm['tokens']} words outside the "
-                     f"vocabulary (`ctxrep perplexity data/models/bilm {text['path']}`)")
-    mlm = intrinsic.get("bert", {})
-    if "unavailable" in mlm:
-        parts.append(f"BERT not scored ({mlm['unavailable']})")
-    else:
-        parts.append(f"BERT pseudo-perplexity {fmt_float(mlm['pseudo_perplexity'])}, masked-token "
-                     f"accuracy {100 * mlm['mlm_accuracy']:.1f}% on {mlm['tokens']} WordPiece "
-                     f"positions, {100 * mlm['oov_rate']:.1f}% `[UNK]` (`ctxrep perplexity "
-                     f"data/models/bert {text['path']} --max-tokens {mlm['tokens']}`)")
-    return head + ": " + "; ".join(parts) + "."
-
-
-def imported_record(inputs: ReportInputs, model: str) -> dict | None:
-    """The provenance of ``model`` when its weights were imported, else None."""
-    record = inputs.weights.get(model)
-    return record if record and record["source"] == "import" else None
+    return head + ": " + "; ".join(family_parts.out_of_domain(intrinsic, pretrain)) + "."
 
 
 def model_lines(inputs: ReportInputs) -> list[str]:
-    lines = []
-    bilm, bert = inputs.pretrain.get("bilm"), inputs.pretrain.get("bert")
-    if (record := imported_record(inputs, "bilm")) is not None:
-        lines.append(f"- biLM: the published weights imported from `{record['path']}`, "
-                     f"{fmt_int((bilm or {}).get('params'))} parameters; not trained or evaluated "
-                     f"as a language model here (the published files hold no softmax).")
-    elif bilm is None:
-        lines.append("- biLM: " + missing_file("metrics/pretrain_bilm.json"))
-    else:
-        lines.append(f"- biLM: {fmt_int(bilm.get('params'))} parameters "
-                     f"({fmt_int(bilm.get('params_without_softmax'))} without the softmax), "
-                     f"held-out perplexity forward {fmt_float(bilm.get('val_ppl_forward'))}, "
-                     f"backward {fmt_float(bilm.get('val_ppl_backward'))}, mean "
-                     f"{fmt_float(bilm.get('val_ppl'))} (unigram model "
-                     f"{fmt_float(bilm.get('unigram_ppl'))}; published biLM "
-                     f"{PRETRAINING['bilm']['mean_perplexity']}).")
-    if (record := imported_record(inputs, "bert")) is not None:
-        lines.append(f"- BERT: {_published_bert(record, bert)}")
-    elif bert is None:
-        lines.append("- BERT: " + missing_file("metrics/pretrain_bert.json"))
-    else:
-        lines.append(f"- BERT: {fmt_int(bert.get('params'))} parameters, held-out MLM loss "
-                     f"{fmt_float(bert.get('val_mlm_loss'), '.3f')}, MLM accuracy "
-                     f"{fmt_pct(bert, 'val_mlm_acc')}% (most-frequent token "
-                     f"{fmt_pct(bert, 'val_mlm_acc_most_frequent')}%), at [MASK] positions "
-                     f"{fmt_pct(bert, 'val_mlm_acc_at_mask')}% (most-frequent token "
-                     f"{fmt_pct(bert, 'val_mlm_acc_at_mask_most_frequent')}%), NSP accuracy "
-                     f"{fmt_pct(bert, 'val_nsp_acc')}%.")
-    if (record := imported_record(inputs, "bert-published")) is not None:
-        users = sorted(f"`{c.method}` on {task}" for task, cells in inputs.transfer.items()
-                       for c in cells.values() if c.bert == "import_bert")
-        used = (f"these fine-tuning cells start from it: {', '.join(users)}"
-                if users else "no cell of this grid uses it")
-        lines.append(f"- published BERT (`import_bert`, beside the BERT above): "
-                     f"{_published_bert(record, inputs.pretrain.get('bert-published'))} "
-                     f"In this run {used}.")
-    lines.append(_out_of_domain(inputs.intrinsic, bilm))
-    static = inputs.pretrain.get("static")
+    lines = family_parts.model_lines(inputs)
+    lines.append(_out_of_domain(inputs.intrinsic, inputs.pretrain))
+    static = inputs.pretrain.get(STATIC)
     if static is None:
-        lines.append("- static word vectors: " + missing_file("metrics/pretrain_static.json"))
+        lines.append("- static word vectors: " + missing_file(f"metrics/{STATIC_SECTION}.json"))
     else:
         lines.append(f"- static word vectors (word2vec, the x_k of the feature-based methods): "
                      f"{fmt_int(static.get('vocab_size'))} words × {fmt_int(static.get('dim'))} "
@@ -188,8 +126,8 @@ def word_vector_oov_rates(inputs: ReportInputs) -> dict[str, float]:
     rates = {}
     for task in inputs.tasks:
         cells = inputs.transfer.get(task, {})
-        ordered = [cells["static"]] if "static" in cells else []
-        ordered += [c for m, c in cells.items() if m != "static"]
+        ordered = [cells[STATIC]] if STATIC in cells else []
+        ordered += [c for m, c in cells.items() if m != STATIC]
         rate = next((c.word_vector_oov_rate for c in ordered
                      if c.word_vector_oov_rate is not None), None)
         if rate is not None:
@@ -209,14 +147,3 @@ def task_oov_line(inputs: ReportInputs) -> str | None:
             f"evaluated split): {each}.")
 
 
-def _published_bert(record: dict, metrics: dict | None) -> str:
-    """One sentence on an imported BERT: where from, what it is, what cannot be evaluated."""
-    metrics = metrics or {}
-    package = record.get("package")
-    where = (f"`{package['distribution']}=={package['version']}` from the package index "
-             f"(`{record['path']}`): {package['what']}" if package
-             else f"the published checkpoint imported from `{record['path']}`")
-    heads = ("; it has no MLM head, so its masked-LM evaluation is skipped"
-             if metrics.get("mlm_head") is False else "")
-    return (f"{where}. Its own WordPiece vocabulary ({fmt_int(metrics.get('vocab_size'))} entries), "
-            f"{fmt_int(metrics.get('params'))} parameters; not pretrained here{heads}.")

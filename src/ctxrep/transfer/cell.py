@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ctxrep import config, kinds
+from ctxrep.families import STARTING_POINT_KEY
 from ctxrep.io import sha256_tree
 from ctxrep.training.checkpoints import run_key
 from ctxrep.transfer.data import CellData, TaskUnavailable, load_task, spec, task_dir
@@ -97,7 +98,7 @@ def run_cell(task: str, approach: Approach, common: config.TransferCommon, run=N
               "metrics": list(task_spec.metrics), "primary": primary_key(task_spec.metrics),
               "eval_split": common.eval_split, "seeds": seeds,
               "train_fraction": None if train_fraction == 1.0 else train_fraction,
-              "bert": getattr(p, "bert", None)}
+              "start": getattr(p, STARTING_POINT_KEY, None)}
     if getattr(p, "tasks", None) is not None and task not in p.tasks:
         reason = (f"not run: {method} runs on {', '.join(p.tasks)} only in this profile "
                   f"(transfer.{method}.tasks)")

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from ctxrep import kinds, seeds
-from ctxrep.families import LEFT_TO_RIGHT
+from ctxrep.families import CORE, LEFT_TO_RIGHT, NAMES
 from ctxrep.models.bert import count_parameters, flops_per_token
 from ctxrep.models.subword_pooling import pool_subwords
 from ctxrep.transfer.features import FieldWriter, examples_fingerprint, task_words
@@ -126,7 +126,8 @@ def extract_task(featurize, task_splits: dict, kind: str, out_dir: Path, batch_s
     return meta
 
 
-# Each model family's featurizer (ctxrep.families), as stage extract@<family> runs it: a
-# left-to-right LM is BERT's network.
-FEATURIZERS = {"bilm": ElmoFeaturizer, "bert": BertFeaturizer,
+# Each model family's featurizer, as stage extract@<family> runs it: a core family's names its
+# own (``Family.featurizer``); a left-to-right LM is BERT's network.
+_CLASSES = {c.__name__: c for c in (ElmoFeaturizer, BertFeaturizer)}
+FEATURIZERS = {**{name: _CLASSES[CORE[name].featurizer] for name in NAMES},
                **dict.fromkeys(LEFT_TO_RIGHT, BertFeaturizer)}

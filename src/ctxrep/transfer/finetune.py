@@ -420,7 +420,10 @@ class FineTuning:
         return cls(method, p, config.load_hf(params, hf) if hf is not None else None)
 
     def inputs(self, task: str) -> list[Path]:
-        return [self.source]
+        # A Hugging Face checkpoint's record names the sha256 of each of its files, and prepare()
+        # stops unless the folder holds exactly those: hashing the record keys the same bytes
+        # without reading the checkpoint twice.
+        return [checkpoint_record_path(self.hf) if self.hf is not None else self.source]
 
     def prepare(self, data: CellData) -> None:
         self.lr = None

@@ -18,12 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ctxrep.errors import InputError
-from ctxrep.families import STARTING_POINT_KEY
-from ctxrep.families import STARTING_POINTS as _STARTING_POINTS
-
-# What a fine-tuned cell may start from (ctxrep.families.STARTING_POINTS): the stage that wrote
-# the network.
-STARTING_POINTS = tuple(_STARTING_POINTS)
+# STARTING_POINTS: what a fine-tuned cell may start from (the stage that wrote the network)
+from ctxrep.families import STARTING_POINT_KEY, STARTING_POINTS
 
 DECIMALS = 6  # scores and rates in a record are rounded to this many decimals
 
@@ -112,7 +108,8 @@ class CellRecord:
     eval_split: str               # the split evaluated (asked for, where the cell did not run)
     seeds: list[int]
     train_fraction: float | None = None   # a learning-curve point; None: all training examples
-    bert: str | None = None               # fine-tuning: the stage whose BERT it started from
+    start: str | None = None              # fine-tuning: the stage whose network it started from
+    #                                       (its JSON key STARTING_POINT_KEY, the params' key)
     unavailable: str | None = None        # why the task has no data; None: the cell ran
     # -- the results (empty when unavailable); lists are per seed, in the order of ``seeds``
     scores: dict[str, MetricScores] = field(default_factory=dict)   # metric key → over seeds
@@ -165,8 +162,8 @@ class CellRecord:
         out = {key: getattr(self, key) for key in HEADER}
         if self.train_fraction is not None:
             out["train_fraction"] = self.train_fraction
-        if self.bert is not None:
-            out[STARTING_POINT_KEY] = self.bert
+        if self.start is not None:
+            out[STARTING_POINT_KEY] = self.start
         if self.unavailable is not None:
             return {**out, "unavailable": self.unavailable}
         out["scores"] = {key: s.to_json() for key, s in self.scores.items()}
@@ -203,7 +200,7 @@ class CellRecord:
             raise ReportInputError(path, f"{STARTING_POINT_KEY!r} = {start!r}: expected one of "
                                          f"{', '.join(STARTING_POINTS)}")
         header = {key: data[key] for key in HEADER} | {"train_fraction": data.get("train_fraction"),
-                                                       "bert": data.get("bert")}
+                                                       "start": start}
         if "unavailable" in data:
             return cls(**header, unavailable=data["unavailable"])
         require(data, path, *RESULTS)
