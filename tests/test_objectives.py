@@ -44,6 +44,20 @@ def test_steps_are_rounded_to_three_figures_so_a_ledger_noisy_in_its_fourth_plan
         assert objectives.plan([1e13], {"bilm": fps}, {"bilm": 1.0})[0].steps == {"bilm": 1060}
 
 
+def test_a_budget_within_the_ledgers_spread_of_the_workspace_run_is_that_run():
+    """The profile's own run is at its 1e13 budget: its ledger, read back, gives steps within a
+    per cent of its own (the FLOPs per step move with the run's length), and the plan keeps its
+    steps, so that flops-1e13 is found in the run cache; another budget is planned as ever."""
+    workspace = {"bilm": 1060, "bert": 2300, "gpt": 680}
+    per_step = {"bilm": 9.382e9, "bert": 4.362e9, "gpt": 1.4686e10}   # 1070, 2290, 681
+    by = {e.name: e for e in objectives.plan([1e13, 3e12], per_step, MLM, workspace)}
+    assert by["flops-1e13"].steps == workspace
+    assert by["tokens-1e13"].steps == {**workspace, "gpt": 920}     # 0.4 x the masked LM's
+    assert by["flops-3e12"].steps == {"bilm": 320, "bert": 688, "gpt": 204}
+    far = {**workspace, "bilm": 1000}
+    assert objectives.plan([1e13], per_step, MLM, far)[0].steps["bilm"] == 1070
+
+
 def test_every_budgets_equal_flops_experiment_comes_first():
     names = [e.name for e in objectives.plan([1e12, 1e13], PER_STEP, MLM)]
     assert names[:2] == ["flops-1e12", "flops-1e13"]

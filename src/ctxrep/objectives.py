@@ -16,7 +16,8 @@ FLOPs per step from the finished run in the workspace (``metrics/pretrain_<famil
 ``train_flops / steps``, the analytic count of :mod:`ctxrep.models` over the tokens the run
 trained on) and queues, per budget B, one experiment per comparison basis of Table 5; each sets
 every objective's ``steps`` (the effective value, in its params.yaml; to three significant
-figures), every budget's ``flops-B`` first:
+figures, or the workspace run's own where they are within a per cent of them), every budget's
+``flops-B`` first:
 
     flops-B     every objective at B FLOPs
     tokens-B    the masked LM at B FLOPs; the left-to-right LM at as many predicted tokens
@@ -117,22 +118,35 @@ class Experiment:
 
 
 def round_steps(steps: float) -> int:
-    """Steps to three significant figures (at least 1): a ledger whose FLOPs per step differ in
-    their fourth digit between runs (a batch's padding differs with its sentences) plans the same
-    steps, so an experiment planned again keeps its params and DVC's run cache has it."""
+    """Steps to three significant figures (at least 1): a plan of round numbers, which a ledger
+    read again after a run of another length (its FLOPs per step differ in the third or fourth
+    digit: the batches' sentences differ) mostly plans again to the same steps, so that DVC's run
+    cache has them; :func:`plan` keeps the workspace run's own."""
     if steps < 1:
         return 1
     return max(1, int(round(steps, 2 - int(math.floor(math.log10(steps))))))
 
 
-def plan(budgets: list[float], per_step: dict[str, float], mlm_prob: dict[str, float]
-         ) -> list[Experiment]:
+# How far a ledger's FLOPs per step move with the run's length (the batches' sentence lengths
+# differ): 0.6 % for the biLM and 0.5 % for the masked LM between 1,060 / 2,300 and 1,800 /
+# 1,000 steps (docs/notebook/2026-12-07-objectives-one-command-and-report-parts.md).
+LEDGER_SPREAD = 0.01
+
+
+def plan(budgets: list[float], per_step: dict[str, float], mlm_prob: dict[str, float],
+         workspace: dict[str, int] | None = None) -> list[Experiment]:
     """The experiments of ``budgets``: ``flops-B`` (every objective at B) for each budget first,
     the figure's points; then, for each Table 5 pair whose families both run, ``tokens-B`` and
-    ``steps-B`` of each budget."""
+    ``steps-B`` of each budget. A budget whose steps are all within :data:`LEDGER_SPREAD` of the
+    ``workspace`` run's (family → steps: the run whose ledger gave ``per_step``) is that run:
+    its steps are kept, so that DVC's run cache has ``flops-B`` already."""
     flops, others = [], []
     for budget in budgets:
         at_budget = {name: round_steps(budget / fps) for name, fps in per_step.items()}
+        if workspace and all(name in workspace and abs(steps - workspace[name])
+                             <= LEDGER_SPREAD * workspace[name]
+                             for name, steps in at_budget.items()):
+            at_budget = {name: workspace[name] for name in at_budget}
         flops.append(Experiment(f"flops-{budget_name(budget)}", "flops", budget, at_budget))
         for masked, ltr in table5_pairs():
             if masked not in per_step or ltr not in per_step:
@@ -470,7 +484,9 @@ def run(args: argparse.Namespace) -> int:
     # its name), and the new experiments find what they share with it in the run cache
     finished = {name for name, _, _ in experiment_revs(exp_show_json())} \
         if args.action == "run" else set()
-    for experiment in plan(args.budgets, per_step, mlm_prob):
+    workspace = {n: steps for n in names
+                 if (steps := (params.get(section_of(n)) or {}).get("steps")) is not None}
+    for experiment in plan(args.budgets, per_step, mlm_prob, workspace):
         queue = ["exp", "run", "--queue", "-n", experiment.name,
                  *(a for o in experiment.overrides() for a in ("-S", o))]
         if experiment.name in finished:
