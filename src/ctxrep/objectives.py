@@ -389,7 +389,7 @@ def table(rows: list[Row], pts: list[Point]) -> str:
           f"**{r.verdict}**"] for r in rows])
     score_table = markdown_table(
         ["task", "method", "objective", "pretraining FLOPs", "experiment", "score [95 % CI]"],
-        [[p.task, f"`{p.method}`", CORE[p.family].label if p.family in CORE else p.family,
+        [[p.task, f"`{p.method}`", family_record(p.family).label,
           f"{p.flops:.2e}", p.experiment,
           f"{100 * p.score.estimate:.1f} [{100 * p.score.low:.1f}, {100 * p.score.high:.1f}]"]
          for p in sorted(pts, key=lambda p: (p.task, p.method, p.flops, p.experiment))])
