@@ -72,7 +72,8 @@ def test_run_queues_what_has_not_finished_runs_the_queue_and_collects(tmp_path, 
     for name, fps in PER_STEP.items():
         (tmp_path / f"metrics/pretrain_{name}.json").write_text(
             json.dumps({"steps": 10, "train_flops": 10 * fps}))
-    (tmp_path / "params.yaml").write_text("left_to_right: [gpt]\npretrain_bert: {mlm_prob: 0.4}\n")
+    (tmp_path / "params.yaml").write_text("left_to_right: [gpt]\npretrain_bert: {mlm_prob: 0.4}\n"
+                                          "compute: {isa: native, threads: 2}\n")
     calls = []
     monkeypatch.setattr(objectives, "exp_show_json", lambda: SHOW)
     monkeypatch.setattr(objectives, "_dvc", lambda *args: calls.append(args))
@@ -81,6 +82,10 @@ def test_run_queues_what_has_not_finished_runs_the_queue_and_collects(tmp_path, 
     queued = [c[c.index("-n") + 1] for c in calls if "--queue" in c]
     assert queued == ["flops-3e13", "tokens-1e13", "steps-1e13", "tokens-3e13", "steps-3e13"]
     assert calls[-1] == ("exp", "run", "--run-all")
+    # in the profile run's compute mode (its effective value, as `make repro` wrote it)
+    assert all(c[c.index("-S") + 1:c.index("-S") + 4] == ("profile=objectives", "-S",
+                                                           "compute.isa=native")
+               for c in calls if "--queue" in c)
     assert (tmp_path / "reports/objectives.md").is_file()
 
 

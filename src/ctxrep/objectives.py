@@ -106,10 +106,11 @@ class Experiment:
     budget: float
     steps: dict[str, int]     # family → steps
 
-    def overrides(self) -> list[str]:
-        """``-S`` values: the profile, then each objective's steps and its held-out evaluation
-        and checkpoint interval (four evaluations per run)."""
-        out = [f"profile={PROFILE}"]
+    def overrides(self, fixed: list[str] = ()) -> list[str]:
+        """``-S`` values: the profile and ``fixed`` (what every experiment keeps of the profile's
+        run), then each objective's steps and its held-out evaluation and checkpoint interval
+        (four evaluations per run)."""
+        out = [f"profile={PROFILE}", *fixed]
         for name, steps in self.steps.items():
             every = max(1, math.ceil(steps / 4))
             out += [f"{section_of(name)}.steps={steps}", f"{section_of(name)}.eval_every={every}",
@@ -486,9 +487,14 @@ def run(args: argparse.Namespace) -> int:
         if args.action == "run" else set()
     workspace = {n: steps for n in names
                  if (steps := (params.get(section_of(n)) or {}).get("steps")) is not None}
+    # The profile's run resolved its compute mode (`make repro` writes the effective value,
+    # `compute.isa=auto` → native or avx2): every experiment runs in that mode, so that params.yaml
+    # records what ran and DVC's run cache has what the experiments share with that run.
+    isa = (params.get("compute") or {}).get("isa")
+    fixed = [f"compute.isa={isa}"] if isa else []
     for experiment in plan(args.budgets, per_step, mlm_prob, workspace):
         queue = ["exp", "run", "--queue", "-n", experiment.name,
-                 *(a for o in experiment.overrides() for a in ("-S", o))]
+                 *(a for o in experiment.overrides(fixed) for a in ("-S", o))]
         if experiment.name in finished:
             print(f"{experiment.name}: finished, not queued again")
             continue
