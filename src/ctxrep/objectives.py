@@ -125,7 +125,7 @@ def round_steps(steps: float) -> int:
     cache has them; :func:`plan` keeps the workspace run's own."""
     if steps < 1:
         return 1
-    return max(1, int(round(steps, 2 - int(math.floor(math.log10(steps))))))
+    return int(round(steps, 2 - math.floor(math.log10(steps))))
 
 
 # How far a ledger's FLOPs per step move with the run's length (the batches' sentence lengths
